@@ -256,7 +256,6 @@ class Model(Layer):
             user_callbacks + [history] + progbar, self,
             {"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": batch_size,
              "samples": x.shape[0], "do_validation": validation_data is not None})
-        rng = np.random.default_rng(_shuffle_seed())
         self.stop_training = False
         train_function = self.make_train_function()
         cbs.on_train_begin()
@@ -265,6 +264,9 @@ class Model(Layer):
             self.reset_metrics()
             cbs.on_epoch_begin(epoch)
             logs = {}
+            # each epoch's order drawn from the random state as the epoch starts, so that a run
+            # resumed at an epoch with that state restored sees the same order
+            rng = np.random.default_rng(_shuffle_seed()) if shuffle else None
             for step, batch in enumerate(data_module.batches(x, y, sample_weight, batch_size,
                                                              shuffle=bool(shuffle), rng=rng)):
                 cbs.on_train_batch_begin(step)
