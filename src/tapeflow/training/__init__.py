@@ -1,0 +1,1 @@
+"""The YAML trainer: ``tapeflow train CONFIG.yaml`` and ``tapeflow.train(config)``."""
