@@ -296,6 +296,9 @@ def _write_bytes(path, data):
 def _atomic(directory, final, write_fn):
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp's file is private; a save is an ordinary file
     try:
         write_fn(tmp)
         with open(tmp, "rb+") as f:

@@ -32,7 +32,7 @@ from . import format as fmt
 from .format import LoadError, SaveError
 from .saved_model import encode_concrete, read_contents
 
-__all__ = ["save_model", "load_model", "SavedGraphModel"]
+__all__ = ["save_model", "model_document", "load_model", "assign_saved_weights", "SavedGraphModel"]
 
 
 class _KeyedTable:
@@ -83,9 +83,17 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True, **kwargs
     ``filepath`` is a directory, or one HDF5 file if it ends in ``.keras`` / ``.h5``.
     """
     import os
-    from ..models import weights_io
     if not overwrite and os.path.exists(os.fspath(filepath)):
         raise FileExistsError(f"model.save: {filepath} exists and overwrite=False")
+    arrays = fmt.ArrayWriter()
+    document = model_document(model, arrays, include_optimizer=include_optimizer)
+    fmt.write(filepath, document, arrays)
+
+
+def model_document(model, arrays, include_optimizer=True):
+    """The document of a Keras save of ``model``, its arrays added to ``arrays`` (a trainer's
+    checkpoint is this document with its training state added)."""
+    from ..models import weights_io
     keyed = weights_io.weight_keys(model)
     if not keyed:
         raise SaveError(f"model.save: model '{model.name}' has no weights yet; build it first "
@@ -94,7 +102,6 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True, **kwargs
     spec = TensorSpec(input_shape, model.dtype)
     concrete = function(lambda x: model(x, training=False), input_signature=[spec],
                         name="__call__").get_concrete_function()
-    arrays = fmt.ArrayWriter()
     table = _KeyedTable(arrays, keyed)
     try:
         call = encode_concrete(concrete, arrays, table, custom_gradients=True,
@@ -103,7 +110,7 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True, **kwargs
         if "custom_gradient" not in str(e):
             raise
         warnings.warn(f"model.save: {e} The graph is saved without custom gradients.",
-                      stacklevel=2)
+                      stacklevel=3)
         call = encode_concrete(concrete, arrays, table, custom_gradients=False,
                                where="model call", signature=[spec])
     try:
@@ -121,11 +128,10 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True, **kwargs
                          "state": [[k, {"$array": arrays.add(v)}]
                                    for k, v in optimizer.get_state().items()]
                          if optimizer.built else []}
-    document = {"kind": "keras_model", "model_config": config,
-                "input_shape": list(input_shape), "variables": table.entries,
-                "tracked_variables": len(keyed), "functions": {"__call__": [call]},
-                "optimizer": optimizer_doc}
-    fmt.write(filepath, document, arrays)
+    return {"kind": "keras_model", "model_config": config,
+            "input_shape": list(input_shape), "variables": table.entries,
+            "tracked_variables": len(keyed), "functions": {"__call__": [call]},
+            "optimizer": optimizer_doc}
 
 
 def _loss_config(loss):
@@ -208,7 +214,7 @@ def _rebuild(config, custom_objects):
     return from_config(dict(config["config"]))
 
 
-def _assign_weights(model, variables, n_tracked, input_shape):
+def assign_saved_weights(model, variables, n_tracked, input_shape):
     from ..models import weights_io
     if not model.built:
         model.build(tuple(input_shape))
@@ -272,7 +278,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
         optimizer_doc = document.get("optimizer")
         try:
             model = _rebuild(config, custom_objects)
-            _assign_weights(model, variables, n_tracked, input_shape)
+            assign_saved_weights(model, variables, n_tracked, input_shape)
         except (ValueError, TypeError, KeyError, LookupError) as e:
             name = (config or {}).get("config", {}).get("name", "model") \
                 if isinstance(config, dict) and isinstance(config.get("config"), dict) else "model"

@@ -1,0 +1,188 @@
+"""The model a run config describes: layers, loss, metrics, optimizer, penalty.
+
+Layers are named by class among tapeflow's own layers (nothing is imported by
+name from a config), and their arguments are checked against the class's
+signature before anything is built, so ``unitz: 64`` is an error naming
+``model.layers.0.Dense.unitz``.  A ``builder`` runs user code, so it runs only
+when the caller allowed it (``--allow-builder``).  The model always starts with
+an ``Input`` of the data's feature count and, unless ``normalize: false``, a
+``Normalization`` layer adapted on the training split: a saved model takes raw
+features.
+"""
+import difflib
+import importlib
+import importlib.util
+import inspect
+import os
+
+from .. import layers as layers_module
+from .. import losses, optimizers
+from ..models import Sequential
+from ..optimizers import schedules
+from .errors import ConfigError
+
+__all__ = ["build_model", "LAYERS"]
+
+# The layers a config can name (the classes of tapeflow.layers that make sense in a stack).
+LAYERS = {cls.__name__: cls for cls in (
+    layers_module.Dense, layers_module.Dropout, layers_module.BatchNormalization,
+    layers_module.Activation, layers_module.Flatten)}
+_LAYER_BASE_ARGUMENTS = ("name", "trainable", "dtype")
+SCHEDULES = {name: getattr(schedules, name) for name in
+             ("ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay")}
+
+
+def build_model(config, dataset, where, base_dir=".", allow_builder=False):
+    """The compiled Sequential for ``config`` (a RunConfig) on ``dataset`` (its training split
+    adapts the Normalization layer); ``where`` names the config in messages."""
+    n_features = dataset.x_train.shape[1]
+    body = _layers(config.model, where, base_dir, allow_builder)
+    head = [layers_module.Input(shape=(n_features,))]
+    if config.model.normalize:
+        norm = layers_module.Normalization()
+        norm.adapt(dataset.x_train)
+        head.append(norm)
+    model = Sequential(head + body, name="model")
+    model.compile(optimizer=_optimizer(config.optimizer, where),
+                  loss=_loss(config.loss, where),
+                  metrics=_metrics(config.metrics, where),
+                  input_gradient=config.regularization.input_gradient or None)
+    return model
+
+
+# --- layers ----------------------------------------------------------------------------------------
+def _layers(model_config, where, base_dir, allow_builder):
+    if model_config.builder is not None:
+        return _from_builder(model_config, where, base_dir, allow_builder)
+    built = []
+    for i, spec in enumerate(model_config.layers):
+        key = f"model.layers.{i}"
+        if len(spec) != 1:
+            raise ConfigError(f"{where}: {key}: a layer is one mapping {{LayerName: {{arguments}}}}"
+                              f", e.g. {{Dense: {{units: 64, activation: relu}}}}; got keys "
+                              f"{sorted(spec)}")
+        (name, arguments), = spec.items()
+        built.append(_layer(name, arguments, where, f"{key}.{name}"))
+    return built
+
+
+def _layer(name, arguments, where, key):
+    cls = LAYERS.get(name)
+    if cls is None:
+        close = difflib.get_close_matches(name, LAYERS, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise ConfigError(f"{where}: {key}: unknown layer; {hint}known layers: "
+                          f"{', '.join(LAYERS)}")
+    accepted = [p for p in inspect.signature(cls.__init__).parameters
+                if p not in ("self", "kwargs", "args")] + list(_LAYER_BASE_ARGUMENTS)
+    for arg in arguments:
+        if arg not in accepted:
+            close = difflib.get_close_matches(arg, accepted, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise ConfigError(f"{where}: {key}.{arg}: unknown argument of {name}{hint} "
+                              f"Its arguments: {', '.join(accepted)}.")
+    try:
+        return cls(**arguments)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: {key}: {e}") from None
+
+
+def _from_builder(model_config, where, base_dir, allow_builder):
+    spec = model_config.builder
+    if not allow_builder:
+        raise ConfigError(f"{where}: model.builder: '{spec}' names code to run; allow it with "
+                          f"--allow-builder (tapeflow.train(..., allow_builder=True)) if you "
+                          f"trust it")
+    target, sep, attr = spec.rpartition(":")
+    if not sep or not target or not attr.isidentifier():
+        raise ConfigError(f"{where}: model.builder: expected 'package.module:function' or "
+                          f"'path/to/file.py:function', got '{spec}'")
+    module = _import_builder(target, where, base_dir)
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ConfigError(f"{where}: model.builder: {target} has no function '{attr}'")
+    layers = fn(**model_config.arguments)
+    if not isinstance(layers, (list, tuple)) or not all(
+            isinstance(layer, layers_module.Layer) for layer in layers):
+        raise ConfigError(f"{where}: model.builder: {spec} must return a list of layers, "
+                          f"got {type(layers).__name__}")
+    return list(layers)
+
+
+def _import_builder(target, where, base_dir):
+    if target.endswith(".py"):
+        path = os.path.normpath(os.path.join(base_dir, target))
+        if not os.path.isfile(path):
+            raise ConfigError(f"{where}: model.builder: no file {path}")
+        name = "tapeflow_builder_" + os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(target)
+    except ImportError as e:
+        raise ConfigError(f"{where}: model.builder: cannot import {target} ({e})") from None
+
+
+# --- loss, metrics, optimizer -----------------------------------------------------------------------
+def _loss(spec, where):
+    try:
+        if isinstance(spec, dict):  # {name: Huber, delta: 1.0}: the class's config
+            arguments = dict(spec)
+            name = arguments.pop("name", None)
+            if not isinstance(name, str):
+                raise ValueError("a loss given as a mapping needs a name: (e.g. {name: Huber, "
+                                 "delta: 1.0})")
+            return losses.get({"class_name": name, "config": arguments})
+        return losses.get(spec)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: loss: {e}") from None
+
+
+def _metrics(names, where):
+    from .. import metrics
+    for i, name in enumerate(names):
+        if name in ("accuracy", "acc"):
+            continue
+        try:
+            metrics.get(name)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"{where}: metrics.{i}: {e}") from None
+    return list(names)
+
+
+def _optimizer(config, where):
+    try:
+        cls = type(optimizers.get(config.name))
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: optimizer.name: {e}") from None
+    kwargs = dict(config.options)
+    if config.schedule is not None:
+        kwargs["learning_rate"] = _schedule(config.schedule, where)
+    elif config.learning_rate is not None:
+        kwargs["learning_rate"] = config.learning_rate
+    accepted = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self",)]
+    for arg in config.options:
+        if arg not in accepted or arg == "learning_rate":
+            close = difflib.get_close_matches(arg, accepted, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            if arg == "learning_rate":
+                hint = "; give it as optimizer.learning_rate"
+            raise ConfigError(f"{where}: optimizer.options.{arg}: not an argument of "
+                              f"{cls.__name__}{hint}")
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: optimizer: {e}") from None
+
+
+def _schedule(config, where):
+    cls = SCHEDULES.get(config.name)
+    if cls is None:
+        raise ConfigError(f"{where}: optimizer.schedule.name: unknown schedule "
+                          f"'{config.name}'; known: {', '.join(SCHEDULES)}")
+    try:
+        return cls(**config.options)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: optimizer.schedule: {e}") from None

@@ -1,0 +1,317 @@
+"""The run config: a YAML file, ``--set`` overrides, validated before any work.
+
+``load_config(path, overrides)`` reads the file with YAML's safe loader (no
+tags that build Python objects), applies each ``--set key.path=value`` (the
+value parsed as a YAML scalar), and validates the whole with pydantic: unknown
+keys are errors with the closest valid key suggested, values are never
+coerced across types (``"2"`` is not an int), impossible values are refused.
+Every problem is reported as ``file: key.path: message`` in one ``ConfigError``.
+
+``RunConfig.resolved()`` is the config as the run used it, defaults filled in
+and the seed chosen: it is written beside the run and into every checkpoint,
+so a run is reproducible from it alone.
+"""
+import difflib
+import os
+import re
+import secrets
+from typing import Annotated, Literal, Optional, Union
+
+import yaml
+from pydantic import Field, ValidationError
+
+from .data import DataConfig
+from .errors import ConfigError
+from .section import Section
+
+__all__ = ["RunConfig", "load_config", "parse_config", "parse_override", "dump_yaml"]
+
+PositiveInt = Annotated[int, Field(ge=1)]
+Scalar = Union[bool, int, float, str, None]
+Argument = Union[Scalar, list[Scalar], dict[str, Scalar]]
+
+
+class ModelConfig(Section):
+    """Either ``layers`` (a list of ``{LayerName: {argument: value}}``, the arguments checked
+    against the layer's own signature when the model is built) or a ``builder``."""
+
+    layers: Optional[list[dict[str, dict[str, Argument]]]] = None
+    builder: Optional[str] = Field(
+        None, description="'package.module:function' or 'path/to/file.py:function' returning "
+                          "a list of layers; run only when allowed (--allow-builder)")
+    arguments: dict[str, Argument] = Field(default_factory=dict,
+                                           description="keyword arguments for the builder")
+    normalize: bool = Field(True, description="a Normalization layer adapted on the training "
+                                              "split first, so the model takes raw features")
+
+    def model_post_init(self, _):
+        if (self.layers is None) == (self.builder is None):
+            raise ValueError("give exactly one of 'layers' (a list of layers) or 'builder'")
+        if self.arguments and self.builder is None:
+            raise ValueError("'arguments' are for a builder; layers take their arguments inline")
+
+
+class ScheduleConfig(Section):
+    name: str = Field(description="a schedule class: ExponentialDecay, CosineDecay, "
+                                  "PiecewiseConstantDecay")
+    options: dict[str, Argument] = Field(default_factory=dict)
+
+
+class OptimizerConfig(Section):
+    name: str = "adam"
+    learning_rate: Optional[Annotated[float, Field(gt=0)]] = None
+    schedule: Optional[ScheduleConfig] = None
+    options: dict[str, Argument] = Field(default_factory=dict,
+                                         description="other arguments of the optimizer's class")
+
+    def model_post_init(self, _):
+        if self.schedule is not None and self.learning_rate is not None:
+            raise ValueError("give 'learning_rate' or a 'schedule' (its options hold the "
+                             "initial learning rate), not both")
+
+
+class RegularizationConfig(Section):
+    input_gradient: Annotated[float, Field(ge=0)] = Field(
+        0.0, description="weight of the input-gradient penalty (0: none)")
+
+
+class EarlyStoppingConfig(Section):
+    monitor: str = "val_loss"
+    patience: Annotated[int, Field(ge=0)] = 5
+    min_delta: Annotated[float, Field(ge=0)] = 0.0
+    mode: Literal["auto", "min", "max"] = "auto"
+    restore_best_weights: bool = True
+
+
+class ValidationConfig(Section):
+    every: PositiveInt = Field(1, description="validate every N epochs")
+
+
+class TrainingConfig(Section):
+    epochs: PositiveInt = 30
+    batch_size: Union[PositiveInt, Literal["full"]] = 32
+    shuffle: bool = True
+    seed: Optional[int] = Field(None, description="drives every random draw (initial weights, "
+                                                  "shuffling, dropout); null: chosen and recorded")
+    early_stopping: Optional[EarlyStoppingConfig] = None
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
+
+
+class CheckpointConfig(Section):
+    every: PositiveInt = Field(1, description="write a checkpoint every N epochs (and at the end)")
+    keep_last: PositiveInt = 3
+    keep_best: bool = True
+    monitor: str = "val_loss"
+    mode: Literal["auto", "min", "max"] = "auto"
+
+
+class LoggingConfig(Section):
+    progress: Literal["auto", "bar", "lines", "none"] = Field(
+        "auto", description="a tqdm bar on a terminal, one line per epoch otherwise")
+    plot: bool = Field(True, description="write learning_curve.png")
+
+
+class RunConfig(Section):
+    data: DataConfig
+    model: ModelConfig
+    loss: Union[str, dict[str, Argument]] = "mse"
+    metrics: list[str] = Field(default_factory=lambda: ["mae"])
+    optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
+    regularization: RegularizationConfig = Field(default_factory=RegularizationConfig)
+    training: TrainingConfig = Field(default_factory=TrainingConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    device: Literal["cpu", "gpu"] = "cpu"
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+
+    def resolved(self):
+        """This config with the seed chosen (when it was null), as a plain dict."""
+        doc = self.model_dump(mode="json")
+        if doc["training"]["seed"] is None:
+            doc["training"]["seed"] = secrets.randbelow(2 ** 31)
+        return doc
+
+
+# --- YAML ----------------------------------------------------------------------------------------
+class _Loader(yaml.SafeLoader):
+    """YAML's safe loader, reading ``1e-3`` as a float as YAML 1.2 does (1.1 reads a string)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                  |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                  |\.[0-9_]+(?:[eE][-+][0-9]+)?
+                  |[-+]?\.(?:inf|Inf|INF)
+                  |\.(?:nan|NaN|NAN))$""", re.X),
+    list("-+0123456789."))
+
+
+def _yaml_load(text, where):
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.constructor.ConstructorError as e:
+        mark = e.problem_mark
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        raise ConfigError(f"{where}: {line}{e.problem} (configs are plain YAML: tags that "
+                          f"build Python objects are refused, and nothing in a config is run)"
+                          ) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise ConfigError(f"{where}: {line}YAML syntax error: {problem}") from None
+
+
+def dump_yaml(doc):
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
+
+
+# --- overrides -----------------------------------------------------------------------------------
+def parse_override(text):
+    """``"training.epochs=5"`` -> ``(["training", "epochs"], 5)``; the value is a YAML scalar
+    (or a flow list/mapping such as ``[64, 64]``)."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"--set {text}: expected key.path=value, e.g. --set training.epochs=5")
+    return key.split("."), _yaml_load(value, f"--set {text}")
+
+
+def _apply_override(doc, path, value, text):
+    node = doc
+    for i, part in enumerate(path[:-1]):
+        where = ".".join(path[:i + 1])
+        if isinstance(node, list):
+            node = node[_index(part, node, where, text)]
+            continue
+        if node.get(part) is None:
+            node[part] = {}
+        node = node[part]
+        if not isinstance(node, (dict, list)):
+            raise ConfigError(f"--set {text}: {where} is a value, not a section")
+    last = path[-1]
+    if isinstance(node, list):
+        node[_index(last, node, ".".join(path), text)] = value
+    else:
+        node[last] = value
+
+
+def _index(part, node, where, text):
+    if not part.isdigit() or int(part) >= len(node):
+        raise ConfigError(f"--set {text}: {where}: a list of {len(node)} items needs an index "
+                          f"0..{len(node) - 1}")
+    return int(part)
+
+
+# --- validation ------------------------------------------------------------------------------------
+def load_config(path, overrides=()):
+    """The validated ``RunConfig`` of the YAML file at ``path`` with ``--set`` ``overrides``."""
+    path = os.fspath(path)
+    name = os.path.basename(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read the config file ({e})") from None
+    doc = _yaml_load(text, name)
+    if doc is None:
+        raise ConfigError(f"{name} is empty: a config needs at least 'data' and 'model' "
+                          f"sections (see configs/housing.yaml)")
+    return parse_config(doc, name, overrides)
+
+
+def parse_config(doc, where="config", overrides=()):
+    """Validate a config given as a dict (``tapeflow.train({...})``), with overrides."""
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: a config is a mapping of sections (data, model, "
+                          f"training, ...), not a {type(doc).__name__}")
+    doc = _deep_copy(doc)
+    origin = {}
+    for text in overrides:
+        path, value = parse_override(text)
+        _apply_override(doc, path, value, text)
+        origin[tuple(path)] = text
+    try:
+        return RunConfig.model_validate(doc)
+    except ValidationError as e:
+        raise ConfigError(_describe(e, where, origin)) from None
+
+
+def _deep_copy(value):
+    if isinstance(value, dict):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value
+
+
+_MAX_SHOWN = 8
+
+
+def _describe(error, where, origin):
+    lines = []
+    for err in error.errors(include_url=False)[:_MAX_SHOWN]:
+        loc = _user_location(err["loc"])
+        key = ".".join(str(p) for p in loc) or "(top level)"
+        source = origin.get(tuple(str(p) for p in loc))
+        prefix = f"--set {source}" if source else where
+        lines.append(f"{prefix}: {key}: {_message(err, loc)}")
+    more = error.error_count() - _MAX_SHOWN
+    if more > 0:
+        lines.append(f"... and {more} more problems")
+    return "\n".join(lines)
+
+
+def _user_location(loc):
+    """pydantic's location without its internal steps (union members, function validators)."""
+    return [p for p in loc if not (isinstance(p, str) and (
+        p in ("function-after", "function-before", "function-plain", "function-wrap")
+        or p.startswith(("int", "float", "str", "bool", "list[", "dict[", "constrained-"))
+        or p in ("literal['full']",) or p.startswith("literal[")))]
+
+
+def _message(err, loc):
+    kind = err["type"]
+    value = err.get("input")
+    if kind == "extra_forbidden":
+        valid = _valid_keys(loc[:-1])
+        hint = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.6)
+        suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+        known = f" Valid keys here: {', '.join(valid)}." if valid else ""
+        return f"unknown key{suggestion}{known}"
+    if kind == "missing":
+        return "required, but missing"
+    if kind == "value_error":
+        return str(err.get("ctx", {}).get("error", err["msg"]))
+    return f"{err['msg']} (got {value!r})" if not isinstance(value, (dict, list)) else err["msg"]
+
+
+def _valid_keys(loc):
+    """The field names of the section at ``loc`` (for suggesting a key), or []."""
+    model = RunConfig
+    for part in loc:
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            return []
+        model = _section_type(field.annotation)
+        if model is None:
+            return []
+    return list(getattr(model, "model_fields", {}))
+
+
+def _section_type(annotation):
+    if isinstance(annotation, type) and issubclass(annotation, Section):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _section_type(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def config_schema():
+    """The JSON schema of a run config (for editors and ``tapeflow train --help``)."""
+    return RunConfig.model_json_schema()
+

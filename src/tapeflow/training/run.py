@@ -1,0 +1,414 @@
+"""One training run: ``tapeflow.train(config)``, behind ``tapeflow train CONFIG.yaml``.
+
+A run validates its config, loads and splits the data, seeds the one random
+state that drives every draw (initial weights, each epoch's shuffle, dropout),
+builds the model, trains it with ``Model.fit`` and writes, in its run
+directory:
+
+- ``config.yaml``: the resolved config, the seed used included;
+- ``checkpoints/epoch-NNNN.h5`` every ``checkpoint.every`` epochs (the last
+  ``keep_last`` kept) and ``checkpoints/best.h5``; ``model.h5`` when it ends;
+- ``history.csv`` / ``history.json`` (a row per epoch), ``learning_curve.png``,
+  ``test_metrics.json`` (printed too).
+
+A checkpoint is written at the end of an epoch and holds the random state as
+the next epoch would start from it, so ``resume=True`` rebuilds the model from
+the run's config, restores weights, optimizer, random state, history and
+callback state, and trains on from that epoch: the result is the same, bit for
+bit, as a run that never stopped.  A loss that turns NaN stops the run with a
+``TrainingError`` naming the epoch and step; the checkpoints written before
+it are kept.
+"""
+import csv
+import dataclasses
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+from .. import callbacks as callbacks_module
+from ..core.context import context, reset
+from ..ops import random as random_ops
+from . import checkpoint as ckpt_io
+from .build import build_model
+from .config import RunConfig, dump_yaml, load_config, parse_config
+from .data import load_data
+from .errors import CheckpointError, ConfigError, TrainingError, UserError
+
+__all__ = ["train", "Run", "check_device"]
+
+CONFIG_NAME = "config.yaml"
+# keys a resumed run may change: how long it trains, and how it reports
+_RESUMABLE_CHANGES = ("training.epochs", "logging.")
+
+
+@dataclasses.dataclass
+class Run:
+    """What ``train`` returns: the trained model, its history and where the run lives."""
+    model: object
+    history: dict
+    test_metrics: dict
+    run_dir: str
+    config: dict
+
+    def __iter__(self):  # model, history = tapeflow.train(...)
+        return iter((self.model, self.history))
+
+
+def train(config, *, output=None, resume=False, overrides=(), seed=None, device=None,
+          allow_builder=False, verbose=True, stream=None):
+    """Train the model ``config`` describes (a YAML path, a dict or a ``RunConfig``).
+
+    ``output``: the run directory (default ``runs/<config name>``); ``resume``:
+    continue the run there from its last good checkpoint.  ``overrides`` are
+    ``--set`` strings; ``seed`` and ``device`` override ``training.seed`` and ``device``.
+    """
+    stream = stream if stream is not None else sys.stdout
+    overrides = list(overrides)
+    if seed is not None:
+        overrides.append(f"training.seed={int(seed)}")
+    if device is not None:
+        overrides.append(f"device={device}")
+    cfg, where, base_dir = _config(config, overrides)
+    check_device(cfg.device)
+    run_dir = os.path.abspath(output or os.path.join(
+        "runs", os.path.splitext(os.path.basename(where))[0]))
+    resumed = _resume_point(run_dir, cfg, where) if resume else None
+    if not resume:
+        _refuse_existing_run(run_dir)
+    resolved = resumed.config if resumed is not None else cfg.resolved()
+    if resumed is not None:  # the run's config, with only what a resume may change taken anew
+        resolved = dict(resolved, training=dict(resolved["training"],
+                                                epochs=cfg.training.epochs),
+                        logging=cfg.logging.model_dump(mode="json"))
+        cfg = RunConfig.model_validate(resolved)
+    dataset = load_data(cfg.data, base_dir)
+    if resumed is not None and resumed.training["data_fingerprint"] != dataset.fingerprint:
+        raise CheckpointError(f"{resumed.path}: the data differ from those the run was trained "
+                              f"on (their fingerprints differ); resume with the same data")
+    reset()  # a fresh context: layer names and the random state as in a new process
+    random_ops.set_seed(resolved["training"]["seed"])
+    model = build_model(cfg, dataset, where, base_dir, allow_builder)
+    os.makedirs(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR), exist_ok=True)
+    ckpt_io.clean_temporaries(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR))
+    if resumed is None:
+        _write_text(os.path.join(run_dir, CONFIG_NAME), dump_yaml(resolved))
+    trainer = _Trainer(model, cfg, resolved, dataset, run_dir, verbose, stream)
+    if resumed is not None:
+        trainer.restore(resumed)
+    trainer.fit()
+    return trainer.finish()
+
+
+def _config(config, overrides):
+    if isinstance(config, RunConfig):
+        if overrides:
+            config = parse_config(config.model_dump(mode="json"), "config", overrides)
+        return config, "config", "."
+    if isinstance(config, dict):
+        return parse_config(config, "config", overrides), "config", "."
+    path = os.fspath(config)
+    return load_config(path, overrides), path, os.path.dirname(os.path.abspath(path))
+
+
+def check_device(device):
+    """Refuse a GPU run with one message saying what is missing."""
+    if device != "gpu":
+        return
+    try:
+        import cupy
+    except ImportError:
+        raise ConfigError("device gpu: CuPy is not installed; install it with "
+                          "pip install 'tapeflow[gpu]' (needs an NVIDIA GPU and CUDA 12)") from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001 - CuPy raises its own CUDA errors
+        raise ConfigError(f"device gpu: CuPy is installed but finds no usable GPU ({e})") from None
+    if count == 0:
+        raise ConfigError("device gpu: CuPy is installed but this machine has no GPU")
+    raise ConfigError("device gpu: training on a GPU is not supported by the trainer yet "
+                      "(the GPU issue); use device: cpu")
+
+
+def _refuse_existing_run(run_dir):
+    if os.path.exists(os.path.join(run_dir, CONFIG_NAME)) or ckpt_io.epoch_checkpoints(run_dir):
+        raise UserError(f"{run_dir} already holds a run; continue it with --resume, or choose "
+                        f"another --output (nothing was overwritten)")
+
+
+def _resume_point(run_dir, cfg, where):
+    if not os.path.isdir(run_dir):
+        raise UserError(f"--resume: {run_dir} does not exist; start the run without --resume")
+    ckpt_io.clean_temporaries(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR))
+    found = ckpt_io.last_good_checkpoint(run_dir)
+    if found is None:
+        raise CheckpointError(f"--resume: {run_dir} holds no usable checkpoint; start the run "
+                              f"afresh with another --output")
+    changed = _differences(found.config, cfg.resolved(), seed_given=cfg.training.seed is not None)
+    if changed:
+        raise ConfigError(f"{where}: differs from the config of the run in {run_dir} at "
+                          f"{', '.join(changed)}; a resumed run keeps its config (only "
+                          f"training.epochs and logging may change)")
+    if found.training["finished"] and found.epoch >= cfg.training.epochs:
+        raise UserError(f"--resume: the run in {run_dir} already finished ({found.epoch} "
+                        f"epochs); to train longer, raise training.epochs "
+                        f"(--set training.epochs={found.epoch + 10})")
+    return found
+
+
+def _differences(saved, current, seed_given, prefix=""):
+    out = []
+    for key in sorted(set(saved) | set(current)):
+        path = f"{prefix}{key}"
+        if path.startswith(_RESUMABLE_CHANGES) or path == "training.seed" and not seed_given:
+            continue
+        a, b = saved.get(key), current.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, seed_given, path + ".")
+        elif a != b:
+            out.append(path)
+    return out
+
+
+def _write_text(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class _Trainer:
+    """The loop's state beyond the model: history, callbacks, checkpoints written."""
+
+    def __init__(self, model, cfg, resolved, dataset, run_dir, verbose, stream):
+        self.model, self.cfg, self.resolved = model, cfg, resolved
+        self.data, self.run_dir = dataset, run_dir
+        self.verbose, self.stream = verbose, stream
+        self.history = {}
+        self.epoch = 0              # epochs done
+        self.stopped = False        # early stopping ended the run
+        es = cfg.training.early_stopping
+        self.early_stopping = None if es is None else callbacks_module.EarlyStopping(
+            monitor=es.monitor, patience=es.patience, min_delta=es.min_delta, mode=es.mode,
+            restore_best_weights=es.restore_best_weights)
+        self.best = _Best(cfg.checkpoint) if cfg.checkpoint.keep_best else None
+        self.nan_at = None
+
+    # --- state in and out of checkpoints ---------------------------------------------------------
+    def training_state(self, finished=False):
+        callbacks = {}
+        arrays = {}
+        if self.early_stopping is not None:
+            callbacks["early_stopping"], es_arrays = early_stopping_state(self.early_stopping)
+            arrays.update(es_arrays)
+        if self.best is not None:
+            callbacks["best"] = {"value": self.best.value, "epoch": self.best.epoch}
+        return {"epoch": self.epoch, "step": 0, "finished": finished, "stopped": self.stopped,
+                "history": self.history, "config": self.resolved,
+                "data_fingerprint": self.data.fingerprint, "callbacks": callbacks}, arrays
+
+    def restore(self, ckpt):
+        ckpt_io.restore_model(self.model, ckpt)
+        context().random.restore(ckpt.random_state)
+        self.epoch = ckpt.epoch
+        self.stopped = ckpt.training["stopped"]
+        self.history = {k: list(v) for k, v in ckpt.training["history"].items()}
+        callbacks = ckpt.training["callbacks"]
+        if self.early_stopping is not None and "early_stopping" in callbacks:
+            load_early_stopping_state(self.early_stopping, callbacks["early_stopping"],
+                                      ckpt.arrays, ckpt.path)
+        if self.best is not None and "best" in callbacks:
+            self.best.value = callbacks["best"]["value"]
+            self.best.epoch = callbacks["best"]["epoch"]
+
+    def write(self, path, finished=False):
+        state, arrays = self.training_state(finished)
+        ckpt_io.write_checkpoint(path, self.model, state, arrays)
+
+    # --- the loop ----------------------------------------------------------------------------------
+    def fit(self):
+        cfg = self.cfg.training
+        if self.stopped or self.epoch >= cfg.epochs:
+            return
+        batch_size = len(self.data.x_train) if cfg.batch_size == "full" else cfg.batch_size
+        validation = None if self.data.x_valid is None else (self.data.x_valid, self.data.y_valid)
+        callbacks = [_EpochEnd(self)]
+        if self.early_stopping is not None:
+            callbacks.insert(0, _Resumable(self.early_stopping))
+        progress = self.cfg.logging.progress
+        if self.verbose and progress != "none":
+            callbacks.append(_Progress(2 if progress == "lines" else 1, self.stream,
+                                       force_bar=progress == "bar"))
+        self.model.fit(self.data.x_train, self.data.y_train, batch_size=batch_size,
+                       epochs=cfg.epochs, initial_epoch=self.epoch, shuffle=cfg.shuffle,
+                       validation_data=validation, validation_freq=cfg.validation.every,
+                       callbacks=callbacks, verbose=0)
+        if self.nan_at is not None:
+            epoch, step, value = self.nan_at
+            last = ckpt_io.epoch_checkpoints(self.run_dir)
+            kept = f"the last good checkpoint is {last[0][1]}" if last else \
+                "no checkpoint was written before it"
+            raise TrainingError(f"the loss became {value} at epoch {epoch + 1}, step {step + 1}; "
+                                f"training stopped ({kept}). Lower the learning rate, or check "
+                                f"the data for extreme values.")
+
+    def end_of_epoch(self, epoch, logs):
+        self.epoch = epoch + 1
+        for k, v in logs.items():
+            self.history.setdefault(k, []).append(float(v))
+        if self.early_stopping is not None and self.model.stop_training:
+            self.stopped = True
+        every = self.cfg.checkpoint.every
+        last = self.epoch == self.cfg.training.epochs or self.stopped
+        if self.epoch % every == 0 or last:
+            self.write(ckpt_io.epoch_path(self.run_dir, self.epoch))
+            ckpt_io.prune(self.run_dir, self.cfg.checkpoint.keep_last)
+        if self.best is not None and self.best.improves(logs, epoch):
+            self.write(os.path.join(self.run_dir, ckpt_io.CHECKPOINT_DIR, ckpt_io.BEST_NAME))
+
+    # --- what the run leaves ---------------------------------------------------------------------
+    def finish(self):
+        if self.early_stopping is not None and self.early_stopping.restore_best_weights \
+                and self.early_stopping.best_weights is not None:
+            self.model.set_weights(self.early_stopping.best_weights)
+        self.write(os.path.join(self.run_dir, ckpt_io.FINAL_NAME), finished=True)
+        test = self.model.evaluate(self.data.x_test, self.data.y_test, verbose=0,
+                                   return_dict=True)
+        _write_text(os.path.join(self.run_dir, "test_metrics.json"),
+                    json.dumps(test, indent=2) + "\n")
+        write_history(self.run_dir, self.history)
+        if self.cfg.logging.plot and self.history:
+            plot_history(os.path.join(self.run_dir, "learning_curve.png"), self.history)
+        if self.verbose:
+            shown = " - ".join(f"{k}: {v:.4f}" for k, v in test.items())
+            print(f"test: {shown}", file=self.stream)
+            print(f"run directory: {self.run_dir}", file=self.stream)
+        return Run(self.model, self.history, test, self.run_dir, self.resolved)
+
+
+class _Best:
+    """The best checkpoint's monitor."""
+
+    def __init__(self, cfg):
+        self.monitor = callbacks_module.EarlyStopping(monitor=cfg.monitor, mode=cfg.mode)
+        self.value = None
+        self.epoch = None
+
+    def improves(self, logs, epoch):
+        value = logs.get(self.monitor.monitor)
+        if value is None or not self.monitor._improved(float(value), self.value):
+            return False
+        self.value, self.epoch = float(value), epoch
+        return True
+
+
+class _EpochEnd(callbacks_module.Callback):
+    """Records the epoch and writes checkpoints; stops the run on a NaN loss (per step)."""
+
+    def __init__(self, trainer):
+        super().__init__()
+        self.trainer = trainer
+        self.epoch = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(loss):
+            self.trainer.nan_at = (self.epoch, batch, loss)
+            self.model.stop_training = True
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.trainer.nan_at is None:
+            self.trainer.end_of_epoch(epoch, logs or {})
+
+
+class _Resumable(callbacks_module.Callback):
+    """Early stopping whose state was restored: its on_train_begin must not reset it."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        if not hasattr(inner, "wait"):
+            inner.on_train_begin()
+
+    def set_model(self, model):
+        super().set_model(model)
+        self.inner.set_model(model)
+
+    def set_params(self, params):
+        super().set_params(params)
+        self.inner.set_params(params)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.inner.on_epoch_end(epoch, logs)
+
+
+class _Progress(callbacks_module.ProgbarLogger):
+    def __init__(self, verbose, stream, force_bar=False):
+        super().__init__(verbose, stream)
+        self.force_bar = force_bar
+
+    def _interactive(self):
+        return self.force_bar or super()._interactive()
+
+
+def early_stopping_state(es):
+    """EarlyStopping's state as JSON and its best weights as arrays."""
+    arrays = {}
+    if es.best_weights is not None:
+        arrays = {f"early_stopping/best_weights/{i}": np.asarray(w)
+                  for i, w in enumerate(es.best_weights)}
+    return {"wait": es.wait, "best": es.best, "best_epoch": es.best_epoch,
+            "stopped_epoch": es.stopped_epoch, "best_weights": len(arrays)}, arrays
+
+
+def load_early_stopping_state(es, state, arrays, where):
+    try:
+        es.wait, es.best = int(state["wait"]), state["best"]
+        es.best_epoch, es.stopped_epoch = int(state["best_epoch"]), int(state["stopped_epoch"])
+        n = int(state["best_weights"])
+        es.best_weights = [arrays[f"early_stopping/best_weights/{i}"] for i in range(n)] \
+            if n else None
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{where}: early stopping's state is damaged ({e})") from None
+
+
+def write_history(run_dir, history):
+    keys = list(history)
+    n = max((len(v) for v in history.values()), default=0)
+    rows = [[i + 1] + [history[k][i] if i < len(history[k]) else "" for k in keys]
+            for i in range(n)]
+    tmp = os.path.join(run_dir, "history.csv.tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["epoch"] + keys)
+        writer.writerows(rows)
+    os.replace(tmp, os.path.join(run_dir, "history.csv"))
+    _write_text(os.path.join(run_dir, "history.json"), json.dumps(history, indent=1) + "\n")
+
+
+def plot_history(path, history):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = [k for k in history if not k.startswith("val_")]
+    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 3.5), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        epochs = range(1, len(history[name]) + 1)
+        ax.plot(epochs, history[name], label=f"train {name}")
+        if f"val_{name}" in history:
+            val = history[f"val_{name}"]
+            ax.plot(range(1, len(val) + 1), val, label=f"validation {name}")
+        ax.set_xlabel("epoch")
+        ax.set_title(name)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path + ".tmp.png", dpi=100)
+    plt.close(fig)
+    os.replace(path + ".tmp.png", path)
