@@ -80,3 +80,59 @@ def test_build_layers_trains_behind_the_trainers_input_and_normalization():
         tape.watch(big)
         out = tf.reduce_sum(model(big))
     assert np.isfinite(tape.gradient(out, big).numpy()).all()
+
+
+# --- the tour of the API -------------------------------------------------------------------------
+def test_model_building_example():
+    out = _ran("examples/model_building.py")
+    assert 'Model: "sequential_classifier"' in out and 'Model: "residual_classifier"' in out
+    for name in ("sequential_classifier", "residual_classifier"):
+        line = next(line for line in out.splitlines() if line.startswith(f"{name}: train loss"))
+        assert float(line.split("test accuracy")[1]) > 0.9, line
+
+
+def test_custom_training_loop_example_eager_and_traced_agree():
+    out = _ran("examples/custom_training_loop.py", "--epochs", "1")
+    assert out.count("epoch 1/1: loss") == 2
+    assert "same test MSE eager and traced: True" in out
+    assert "BatchMatMulV2" in out               # the traced step's graph listing
+
+
+def test_advanced_autodiff_example_prints_the_seeds_numbers():
+    out = _ran("examples/advanced_autodiff.py")
+    for expected in ["dz/dw1, dz/dw2: [36.0, 10.0]",
+                     "A non-persistent GradientTape can only be used to compute one set",
+                     "(of their sum): [136.0, 30.0]",
+                     "constants, not watched: [None, None]",
+                     "stop_recording: dz/dx 4.0 dz/dy None",
+                     "reset:          dz/dx 4.0 dz/dy None",
+                     "stop_gradient: [30.0, 0.0]",
+                     "/ dv at 2: 2.0",
+                     "cos(0): 1.0  sigmoid'(0): 0.25",
+                     "x^3 at 1: dy_dx 3.0 d2y_dx2 6.0",
+                     "Hessian of f by nested tapes: [[6.0, 2.0], [2.0, 0.0]]",
+                     "gradient == c / a: True",
+                     "nonzeros [48. 12.  3. 27.]",
+                     "scalar source: y (201,) dy/d delta (201,)",
+                     "jacobian (7, 10, 5, 10) | summed over the target = gradient: True",
+                     "jacobian (7, 6, 7, 5) batch_jacobian (7, 6, 5)",
+                     "layer1.kernel (5, 8) h (5, 8, 5, 8)",
+                     "symmetric: True",
+                     "tf.hessian over all 4 variables: (102, 102)"]:
+        assert expected in out, expected
+    for line in out.splitlines():               # each Newton step lowers the loss
+        if "loss" in line and "->" in line:
+            before, after = (float(s) for s in line.split("loss")[1].split("->"))
+            assert after < before, line
+
+
+def test_saving_and_reloading_example_is_bitwise_and_keeps_the_custom_gradient():
+    out = _ran("examples/saving_and_reloading.py")
+    assert "load_model: Sequential 'sequential', predictions identical: True" in out
+    assert "same step count: True" in out
+    assert "before loading, same predictions: False; after: True" in out
+    assert "outputs identical: True | d clip_gradients(v * v) / dv at 2: 2.0" in out
+    assert "fresh process | stable_softplus is not importable here" in out
+    assert "fresh process | load_model: SavedGraphModel" in out
+    assert "fresh process | predictions identical: True" in out
+    assert "weights) identical: True | finite: True" in out
