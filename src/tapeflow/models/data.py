@@ -2,6 +2,9 @@
 
 Data are converted once (to the model's float dtype for features), then each
 batch is a slice (or, when shuffling, a gathered permutation) of the arrays.
+Labels or sample weights that are not numbers (strings, objects) are refused
+with the fix, as Keras refuses them: string labels would otherwise train while
+accuracy reads 0.0.
 """
 import numpy as np
 
@@ -33,12 +36,35 @@ def as_arrays(x, y=None, sample_weight=None, dtype=np.float32, where="fit"):
     if x.ndim == 0:
         raise ValueError(f"{where}: x needs a batch axis (one row per sample), got a scalar")
     y = _as_array(y, dtype if y is not None and np.asarray(y).dtype.kind == "f" else None)
+    _require_numbers(y, "y", where)
     sample_weight = _as_array(sample_weight, dtype)
+    _require_numbers(sample_weight, "sample_weight", where)
     n = x.shape[0]
     for name, arr in (("y", y), ("sample_weight", sample_weight)):
         if arr is not None and arr.shape[0] != n:
             raise ValueError(f"{where}: x has {n} samples but {name} has {arr.shape[0]}")
     return x, y, sample_weight
+
+
+def _require_numbers(arr, name, where):
+    """Refuse labels (or weights) that are not numbers: string labels would train while every
+    comparison with a prediction fails, so accuracy reads 0.0 throughout.  Bool is numeric."""
+    if arr is None or arr.dtype.kind in "biuf":
+        return
+    if arr.dtype.kind in "US" or (arr.dtype.kind == "O" and arr.size
+                                   and isinstance(arr.flat[0], (str, bytes))):
+        what = f"strings (dtype {arr.dtype})"
+    else:
+        what = f"not numbers (dtype {arr.dtype})"
+    if name == "y":
+        raise ValueError(
+            f"{where}: the labels y are {what}; the loss and metrics need numeric labels "
+            f"(with strings, accuracy would read 0.0). Encode class names as integers first, "
+            f"e.g. y = sklearn.preprocessing.LabelEncoder().fit_transform(y) (or "
+            f"classes, y = np.unique(y, return_inverse=True)); numbers held as objects: "
+            f"y = y.astype('float32')")
+    raise ValueError(f"{where}: the {name} values are {what}; weights must be numbers "
+                     f"(e.g. {name} = {name}.astype('float32'))")
 
 
 def split_validation(x, y, sample_weight, fraction):
