@@ -1,13 +1,66 @@
-"""The ``tapeflow`` command line.
+"""The ``tapeflow`` command line: train from a YAML config, then evaluate, predict and inspect.
 
-``tapeflow ops`` lists the registered primitives and their gradient status
-(the op registry, from a shell).  The YAML trainer (``tapeflow train``) comes
-with its own issue.
+    tapeflow train configs/housing.yaml                 train; everything lands in runs/housing/
+    tapeflow train configs/housing.yaml --resume        go on from the last good checkpoint
+    tapeflow evaluate runs/housing                      the test metrics of the trained model
+    tapeflow predict runs/housing --input x.csv --output y.csv
+    tapeflow inspect runs/housing                       architecture, optimizer, epoch, config
+
+A mistake in what you gave (a config key, a data file, a checkpoint) prints one
+message and exits with status 2; nothing existing is overwritten.
 """
 import argparse
 import sys
 
 __all__ = ["main"]
+
+USER_ERROR = 2
+
+
+def _cmd_train(args):
+    from .training.config import dump_yaml, load_config
+    from .training.run import train
+
+    overrides = list(args.set or [])
+    if args.seed is not None:
+        overrides.append(f"training.seed={args.seed}")
+    if args.device is not None:
+        overrides.append(f"device={args.device}")
+    if args.print_config:
+        print(dump_yaml(load_config(args.config, overrides).resolved()), end="")
+        return 0
+    train(args.config, output=args.output, resume=args.resume, overrides=overrides,
+          allow_builder=args.allow_builder)
+    return 0
+
+
+def _cmd_evaluate(args):
+    from .training.checkpoint import resolve_checkpoint
+    from .training.inference import evaluate_checkpoint
+
+    ckpt = resolve_checkpoint(args.checkpoint)
+    results = evaluate_checkpoint(ckpt, split=args.split)
+    print(f"{args.split} ({ckpt.path}): " + " - ".join(f"{k}: {v:.4f}" for k, v in results.items()))
+    return 0
+
+
+def _cmd_predict(args):
+    from .training.checkpoint import resolve_checkpoint
+    from .training.inference import predict_csv
+
+    ckpt = resolve_checkpoint(args.checkpoint)
+    y = predict_csv(ckpt, args.input, args.output)
+    print(f"wrote {len(y)} predictions to {args.output}")
+    return 0
+
+
+def _cmd_inspect(args):
+    from .training.checkpoint import resolve_checkpoint
+    from .training.inference import describe_checkpoint
+
+    for line in describe_checkpoint(resolve_checkpoint(args.checkpoint)):
+        print(line)
+    return 0
 
 
 def _cmd_ops(args):
@@ -26,18 +79,81 @@ def _cmd_ops(args):
     return 0
 
 
-def main(argv=None):
+CHECKPOINT_HELP = "a checkpoint file, or a run directory (its final model, else its last good " \
+                  "checkpoint)"
+
+
+def _parser():
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog="tapeflow", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="tapeflow", description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"tapeflow {__version__}")
-    sub = parser.add_subparsers(dest="command")
-    sub.add_parser("ops", help="list registered ops and whether each has a gradient")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    train = sub.add_parser(
+        "train", help="train a model from a YAML config",
+        description="Train the model a YAML config describes. The run directory gets the "
+                    "resolved config (seed included), checkpoints, history.csv/json, "
+                    "learning_curve.png, test_metrics.json and model.h5.")
+    train.add_argument("config", metavar="CONFIG.yaml", help="the run config (see configs/)")
+    train.add_argument("--set", action="append", metavar="KEY.PATH=VALUE",
+                       help="override one config value, parsed as YAML and validated like the "
+                            "file (repeatable), e.g. --set training.epochs=5")
+    train.add_argument("--output", metavar="DIR",
+                       help="the run directory (default: runs/<config name>)")
+    train.add_argument("--resume", action="store_true",
+                       help="continue the run in --output from its last good checkpoint")
+    train.add_argument("--seed", type=int, metavar="N", help="set training.seed")
+    train.add_argument("--device", choices=["cpu", "gpu"], help="set device")
+    train.add_argument("--print-config", action="store_true",
+                       help="print the resolved config (defaults filled in) and exit")
+    train.add_argument("--allow-builder", action="store_true",
+                       help="allow model.builder to run the Python code it names")
+    train.set_defaults(run=_cmd_train)
+
+    evaluate = sub.add_parser("evaluate", help="metrics of a trained model on its run's data",
+                              description="Evaluate a checkpoint on a split of its run's data.")
+    evaluate.add_argument("checkpoint", metavar="CKPT", help=CHECKPOINT_HELP)
+    evaluate.add_argument("--split", choices=["test", "valid", "train"], default="test")
+    evaluate.set_defaults(run=_cmd_evaluate)
+
+    predict = sub.add_parser(
+        "predict", help="predict for the rows of a CSV file",
+        description="Predict for each row of a CSV file whose header names the model's "
+                    "feature columns (raw units; other columns are ignored).")
+    predict.add_argument("checkpoint", metavar="CKPT", help=CHECKPOINT_HELP)
+    predict.add_argument("--input", required=True, metavar="FILE.csv")
+    predict.add_argument("--output", required=True, metavar="PREDS.csv")
+    predict.set_defaults(run=_cmd_predict)
+
+    inspect = sub.add_parser("inspect", help="describe a checkpoint",
+                             description="Print a checkpoint's architecture, parameter counts, "
+                                         "optimizer, epoch, metrics, custom gradients and config.")
+    inspect.add_argument("checkpoint", metavar="CKPT", help=CHECKPOINT_HELP)
+    inspect.set_defaults(run=_cmd_inspect)
+
+    ops = sub.add_parser("ops", help="list the registered ops and whether each has a gradient")
+    ops.set_defaults(run=_cmd_ops)
+    return parser
+
+
+def main(argv=None):
+    parser = _parser()
     args = parser.parse_args(argv)
-    if args.command == "ops":
-        return _cmd_ops(args)
-    parser.print_help()
-    return 2
+    if getattr(args, "run", None) is None:
+        parser.print_help()
+        return USER_ERROR
+    from .training.errors import UserError
+    try:
+        return args.run(args)
+    except UserError as e:
+        print(f"tapeflow {args.command}: error: {e}", file=sys.stderr)
+        return USER_ERROR
+    except KeyboardInterrupt:
+        print(f"tapeflow {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,7 +21,7 @@ from ..models import Sequential
 from ..optimizers import schedules
 from .errors import ConfigError
 
-__all__ = ["build_model", "LAYERS"]
+__all__ = ["build_model", "loss_from_config", "metrics_from_config", "LAYERS"]
 
 # The layers a config can name (the classes of tapeflow.layers that make sense in a stack).
 LAYERS = {cls.__name__: cls for cls in (
@@ -44,7 +44,7 @@ def build_model(config, dataset, where, base_dir=".", allow_builder=False):
         head.append(norm)
     model = Sequential(head + body, name="model")
     model.compile(optimizer=_optimizer(config.optimizer, where),
-                  loss=_loss(config.loss, where),
+                  loss=loss_from_config(config.loss, where),
                   metrics=_metrics(config.metrics, where),
                   input_gradient=config.regularization.input_gradient or None)
     return model
@@ -126,7 +126,7 @@ def _import_builder(target, where, base_dir):
 
 
 # --- loss, metrics, optimizer -----------------------------------------------------------------------
-def _loss(spec, where):
+def loss_from_config(spec, where):
     try:
         if isinstance(spec, dict):  # {name: Huber, delta: 1.0}: the class's config
             arguments = dict(spec)
@@ -141,15 +141,28 @@ def _loss(spec, where):
 
 
 def _metrics(names, where):
+    """The metric names, each checked (compile names them; "accuracy" waits for the data)."""
+    metrics_from_config(names, where)
+    return list(names)
+
+
+def metrics_from_config(names, where, y=None):
+    """Metric objects for ``names``, logged under those names; "accuracy" is matched to the
+    targets ``y`` when given (and skipped without them)."""
     from .. import metrics
+    made = []
     for i, name in enumerate(names):
-        if name in ("accuracy", "acc"):
-            continue
         try:
-            metrics.get(name)
+            if name in ("accuracy", "acc"):
+                if y is not None:
+                    made.append(metrics.match_accuracy(y, y, name=name))
+                continue
+            metric = metrics.get(name)
+            metric.name = name
+            made.append(metric)
         except (TypeError, ValueError) as e:
             raise ConfigError(f"{where}: metrics.{i}: {e}") from None
-    return list(names)
+    return made
 
 
 def _optimizer(config, where):

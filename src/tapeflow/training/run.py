@@ -95,7 +95,7 @@ def train(config, *, output=None, resume=False, overrides=(), seed=None, device=
     ckpt_io.clean_temporaries(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR))
     if resumed is None:
         _write_text(os.path.join(run_dir, CONFIG_NAME), dump_yaml(resolved))
-    trainer = _Trainer(model, cfg, resolved, dataset, run_dir, verbose, stream)
+    trainer = _Trainer(model, cfg, resolved, dataset, base_dir, run_dir, verbose, stream)
     if resumed is not None:
         trainer.restore(resumed)
     trainer.fit()
@@ -106,9 +106,9 @@ def _config(config, overrides):
     if isinstance(config, RunConfig):
         if overrides:
             config = parse_config(config.model_dump(mode="json"), "config", overrides)
-        return config, "config", "."
+        return config, "config", os.getcwd()
     if isinstance(config, dict):
-        return parse_config(config, "config", overrides), "config", "."
+        return parse_config(config, "config", overrides), "config", os.getcwd()
     path = os.fspath(config)
     return load_config(path, overrides), path, os.path.dirname(os.path.abspath(path))
 
@@ -184,9 +184,9 @@ def _write_text(path, text):
 class _Trainer:
     """The loop's state beyond the model: history, callbacks, checkpoints written."""
 
-    def __init__(self, model, cfg, resolved, dataset, run_dir, verbose, stream):
+    def __init__(self, model, cfg, resolved, dataset, base_dir, run_dir, verbose, stream):
         self.model, self.cfg, self.resolved = model, cfg, resolved
-        self.data, self.run_dir = dataset, run_dir
+        self.data, self.base_dir, self.run_dir = dataset, base_dir, run_dir
         self.verbose, self.stream = verbose, stream
         self.history = {}
         self.epoch = 0              # epochs done
@@ -209,7 +209,9 @@ class _Trainer:
             callbacks["best"] = {"value": self.best.value, "epoch": self.best.epoch}
         return {"epoch": self.epoch, "step": 0, "finished": finished, "stopped": self.stopped,
                 "history": self.history, "config": self.resolved,
-                "data_fingerprint": self.data.fingerprint, "callbacks": callbacks}, arrays
+                "data_fingerprint": self.data.fingerprint, "data_dir": self.base_dir,
+                "feature_names": list(self.data.feature_names),
+                "target_names": list(self.data.target_names), "callbacks": callbacks}, arrays
 
     def restore(self, ckpt):
         ckpt_io.restore_model(self.model, ckpt)

@@ -1,0 +1,171 @@
+"""What the command line does with a finished checkpoint: evaluate, predict, inspect.
+
+The model is loaded with ``tf.keras.models.load_model`` (a checkpoint is a
+Keras save): rebuilt from its config when tapeflow knows every class in it,
+else the saved graph, which predicts and differentiates through its saved
+custom gradients without the code that defined them.  Nothing from the file
+is imported or run.
+"""
+import csv
+import os
+
+import numpy as np
+
+from ..saving.keras_saving import load_model
+from .build import loss_from_config, metrics_from_config
+from .config import RunConfig, dump_yaml
+from .data import load_data
+from .errors import CheckpointError, DataError
+
+__all__ = ["load_checkpoint_model", "evaluate_checkpoint", "predict_csv", "describe_checkpoint"]
+
+
+def load_checkpoint_model(ckpt):
+    try:
+        return load_model(ckpt.path, compile=False)
+    except ValueError as e:
+        raise CheckpointError(f"{ckpt.path}: cannot load its model: {e}") from None
+
+
+def run_config(ckpt):
+    try:
+        return RunConfig.model_validate(ckpt.config)
+    except ValueError as e:
+        raise CheckpointError(f"{ckpt.path}: its run config is not valid: {e}") from None
+
+
+def evaluate_checkpoint(ckpt, split="test"):
+    """``{loss, metric...}`` of the checkpoint's model on its run's ``split`` of the data."""
+    cfg = run_config(ckpt)
+    dataset = load_data(cfg.data, ckpt.training.get("data_dir", "."))
+    x, y = {"test": (dataset.x_test, dataset.y_test), "train": (dataset.x_train, dataset.y_train),
+            "valid": (dataset.x_valid, dataset.y_valid)}[split]
+    if x is None:
+        raise DataError(f"the run's data have no {split} split (data.split.valid_size is 0)")
+    model = load_checkpoint_model(ckpt)
+    y_pred = model.predict(x, batch_size=1024)
+    where = os.path.basename(ckpt.path)
+    results = {"loss": float(np.mean(loss_from_config(cfg.loss, where)(y, y_pred).numpy()))}
+    for metric in metrics_from_config(cfg.metrics, where, y):
+        metric.update_state(y, y_pred)
+        results[metric.name] = float(metric.result().numpy())
+    return results
+
+
+def read_features(path, feature_names):
+    """The feature columns of a CSV file with a header row, in the model's order."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: cannot read it ({e})") from None
+    if not rows or not rows[0]:
+        raise DataError(f"{path}: empty; expected a header row naming the feature columns "
+                        f"({', '.join(feature_names)})")
+    header = [h.strip() for h in rows[0]]
+    missing = [n for n in feature_names if n not in header]
+    if missing:
+        raise DataError(f"{path}: the model takes {len(feature_names)} features "
+                        f"({', '.join(feature_names)}); the header lacks {', '.join(missing)}")
+    columns = [header.index(n) for n in feature_names]
+    x = np.empty((len(rows) - 1, len(columns)), np.float64)
+    for r, row in enumerate(rows[1:]):
+        if len(row) != len(header):
+            raise DataError(f"{path}: row {r + 2} has {len(row)} cells, the header {len(header)}")
+        for j, c in enumerate(columns):
+            try:
+                x[r, j] = float(row[c])
+            except ValueError:
+                raise DataError(f"{path}: row {r + 2}, column '{header[c]}': {row[c]!r} is not "
+                                f"a number") from None
+    if len(x) == 0:
+        raise DataError(f"{path}: no rows after the header")
+    bad = ~np.isfinite(x)
+    if bad.any():
+        r, j = np.argwhere(bad)[0]
+        raise DataError(f"{path}: row {r + 2}, column '{feature_names[j]}' is {x[r, j]}; clean "
+                        f"or impute missing values before predicting")
+    return x
+
+
+def predict_csv(ckpt, input_path, output_path):
+    """Predict for every row of ``input_path``; write a CSV of the targets, in raw units."""
+    names = ckpt.training.get("feature_names")
+    targets = ckpt.training.get("target_names")
+    if not isinstance(names, list) or not isinstance(targets, list):
+        raise CheckpointError(f"{ckpt.path}: the checkpoint does not name its feature columns")
+    x = read_features(input_path, names)
+    model = load_checkpoint_model(ckpt)
+    y = np.asarray(model.predict(x.astype(np.float32), batch_size=1024))
+    y = y.reshape(len(x), -1)
+    tmp = os.fspath(output_path) + ".tmp"
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(targets if len(targets) == y.shape[1] else
+                        [f"output_{i}" for i in range(y.shape[1])])
+        writer.writerows([[repr(float(v)) for v in row] for row in y])
+    os.replace(tmp, output_path)
+    return y
+
+
+def describe_checkpoint(ckpt):
+    """The lines ``tapeflow inspect`` prints."""
+    training = ckpt.training
+    cfg = training["config"]
+    doc = ckpt.document
+    lines = [f"checkpoint: {ckpt.path}",
+             f"epoch: {ckpt.epoch} of {cfg['training']['epochs']}"
+             + (" (finished)" if training["finished"] else "")
+             + (" (stopped early)" if training["stopped"] else ""),
+             f"seed: {cfg['training']['seed']}"]
+    trainable = sum(int(np.prod(v.shape)) for v in ckpt.variables[:ckpt.n_tracked] if v.trainable)
+    total = sum(int(np.prod(v.shape)) for v in ckpt.variables[:ckpt.n_tracked])
+    lines.append(f"parameters: {total:,} ({trainable:,} trainable)")
+    lines.append("architecture:")
+    for v in ckpt.variables[:ckpt.n_tracked]:
+        flag = "" if v.trainable else "  (non-trainable)"
+        lines.append(f"  {v.path:40s} {str(tuple(v.shape)):12s} {v.dtype}{flag}")
+    opt = (doc.get("optimizer") or {}).get("config") or {}
+    opt_cfg = opt.get("config", {}) if isinstance(opt, dict) else {}
+    lr = opt_cfg.get("learning_rate")
+    iterations = ckpt.optimizer_state.get("iteration")
+    lines.append(f"optimizer: {opt.get('class_name', '?')} (learning_rate {_short(lr)}"
+                 + (f", {int(iterations)} steps" if iterations is not None else "") + ")")
+    gradients = custom_gradient_names(doc)
+    lines.append("custom gradients: " + (", ".join(gradients) if gradients else "none"))
+    history = training["history"]
+    if history:
+        last = {k: v[-1] for k, v in history.items() if v}
+        lines.append("last epoch: " + " - ".join(f"{k}: {v:.4f}" for k, v in last.items()))
+    best = training["callbacks"].get("best")
+    if best and best.get("value") is not None:
+        lines.append(f"best {cfg['checkpoint']['monitor']}: {best['value']:.4f} "
+                     f"(epoch {best['epoch'] + 1})")
+    lines.append("config:")
+    lines += ["  " + line for line in dump_yaml(cfg).splitlines()]
+    return lines
+
+
+def custom_gradient_names(document):
+    """Names of the custom-gradient functions in the saved call graph."""
+    found = []
+
+    def walk(value):
+        if isinstance(value, dict):
+            if value.get("op") == "IdentityN" and isinstance(value.get("attrs"), dict):
+                grad = value["attrs"].get("grad")
+                name = grad.get("name") if isinstance(grad, dict) else None
+                found.append(name if isinstance(name, str) else "custom_gradient")
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+    walk(document.get("functions"))
+    return sorted(set(found))
+
+
+def _short(value):
+    return f"{value:g}" if isinstance(value, float) else str(value)
