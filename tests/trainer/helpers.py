@@ -1,0 +1,69 @@
+"""Shared by the trainer's tests: the real ``tapeflow`` command in a subprocess, small configs."""
+import copy
+import hashlib
+import os
+import pathlib
+import subprocess
+import sys
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "configs"
+
+# A run that takes about a second: the housing data, a small MLP with Dropout (so the random
+# state matters after the initial weights), large batches, few epochs.
+SMALL = {
+    "data": {"source": "california_housing",
+             "split": {"test_size": 0.25, "valid_size": 0.25, "seed": 42}},
+    "model": {"layers": [{"Dense": {"units": 16, "activation": "relu"}},
+                         {"Dropout": {"rate": 0.1}},
+                         {"Dense": {"units": 1}}]},
+    "loss": "mse",
+    "metrics": ["mae"],
+    "optimizer": {"name": "adam", "learning_rate": 0.01},
+    "training": {"epochs": 4, "batch_size": 256, "seed": 7},
+    "checkpoint": {"every": 1, "keep_last": 2},
+    "logging": {"progress": "lines", "plot": False},
+}
+
+
+def small_config(**sections):
+    """SMALL with whole sections replaced or (for dicts) updated one level deep."""
+    config = copy.deepcopy(SMALL)
+    for name, value in sections.items():
+        if isinstance(value, dict) and isinstance(config.get(name), dict):
+            config[name].update(value)
+        else:
+            config[name] = value
+    return config
+
+
+def write_config(path, config):
+    path = pathlib.Path(path)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def cli(*args, cwd=None, timeout=240, env=None):
+    """``tapeflow ARGS...`` as a user runs it; a CompletedProcess with text output."""
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "tapeflow.cli", *map(str, args)],
+                          cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def assert_user_error(result, *fragments):
+    """Exit status 2, no traceback, one message on stderr holding every fragment."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, (fragment, result.stderr)
+
+
+def tree_digest(directory):
+    """{relative path: sha256} of every file under ``directory`` (to show nothing changed)."""
+    out = {}
+    for path in sorted(pathlib.Path(directory).rglob("*")):
+        if path.is_file():
+            out[str(path.relative_to(directory))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
