@@ -26,6 +26,12 @@ from ..serialization import snake_case
 
 __all__ = ["Layer", "name_scope", "clear_session"]
 
+FUNCTIONAL_API_UNSUPPORTED = (
+    "The functional API (calling layers on tf.keras.Input(...), tf.keras.Model(inputs, outputs)) "
+    "is not supported yet: stack the layers in tf.keras.Sequential([tf.keras.Input(shape=...), "
+    "layer, ...]), or subclass tf.keras.Model and call the layers in its call(inputs).")
+
+
 def _unique_name(base):
     counts = context().name_counts
     n = counts.get(base, 0)
@@ -200,6 +206,9 @@ class Layer:
         return inputs
 
     def __call__(self, inputs, *args, training=None, **kwargs):
+        if inputs.__class__ is not Tensor and _holds_layer(inputs):
+            raise TypeError(f"{self.name} was called on a layer ({_layer_names(inputs)}), not on "
+                            f"data. {FUNCTIONAL_API_UNSUPPORTED}")
         if inputs.__class__ is not Tensor and (
                 not isinstance(inputs, (Tensor, list, tuple, dict)) or _plain_data(inputs)):
             inputs = convert_to_tensor(inputs, dtype_hint=self.dtype)
@@ -233,6 +242,22 @@ class Layer:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
+
+
+def _holds_layer(inputs):
+    """A layer (an ``Input``), or a list or dict with one: what the functional API passes."""
+    if isinstance(inputs, Layer):
+        return True
+    if isinstance(inputs, dict):
+        inputs = list(inputs.values())
+    return isinstance(inputs, (list, tuple)) and any(isinstance(x, Layer) for x in inputs)
+
+
+def _layer_names(inputs):
+    if isinstance(inputs, dict):
+        inputs = list(inputs.values())
+    layers = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+    return ", ".join(f"{type(x).__name__} '{x.name}'" for x in layers if isinstance(x, Layer))
 
 
 def _plain_data(inputs):

@@ -30,7 +30,7 @@ from ..core.context import context
 from ..core.tape import GradientTape
 from ..ops import random as random_ops
 from ..core.tensor import Tensor
-from ..layers.base import Layer
+from ..layers.base import FUNCTIONAL_API_UNSUPPORTED, Layer
 from ..ops.arithmetic import add_n
 from ..ops.shape import concat
 from ..tracing.function import function
@@ -44,9 +44,8 @@ class Model(Layer):
     """Group layers into an object with training and inference features."""
 
     def __init__(self, *args, **kwargs):
-        if args:
-            raise TypeError("Model(inputs, outputs) (the functional API) is not supported: "
-                            "subclass Model or use Sequential")
+        if args or "inputs" in kwargs or "outputs" in kwargs:
+            raise TypeError(FUNCTIONAL_API_UNSUPPORTED)
         super().__init__(**kwargs)
         self.optimizer = None
         self.loss = None
