@@ -84,6 +84,8 @@ def train(config, *, output=None, resume=False, overrides=(), seed=None, device=
                                                 epochs=cfg.training.epochs),
                         logging=cfg.logging.model_dump(mode="json"))
         cfg = RunConfig.model_validate(resolved)
+        if isinstance(resumed, _NoCheckpointYet):
+            resumed = None
     dataset = load_data(cfg.data, base_dir)
     if resumed is not None and resumed.training["data_fingerprint"] != dataset.fingerprint:
         raise CheckpointError(f"{resumed.path}: the data differ from those the run was trained "
@@ -93,8 +95,7 @@ def train(config, *, output=None, resume=False, overrides=(), seed=None, device=
     model = build_model(cfg, dataset, where, base_dir, allow_builder)
     os.makedirs(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR), exist_ok=True)
     ckpt_io.clean_temporaries(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR))
-    if resumed is None:
-        _write_text(os.path.join(run_dir, CONFIG_NAME), dump_yaml(resolved))
+    _write_text(os.path.join(run_dir, CONFIG_NAME), dump_yaml(resolved))
     trainer = _Trainer(model, cfg, resolved, dataset, base_dir, run_dir, verbose, stream)
     if resumed is not None:
         trainer.restore(resumed)
@@ -144,8 +145,12 @@ def _resume_point(run_dir, cfg, where):
     ckpt_io.clean_temporaries(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR))
     found = ckpt_io.last_good_checkpoint(run_dir)
     if found is None:
-        raise CheckpointError(f"--resume: {run_dir} holds no usable checkpoint; start the run "
-                              f"afresh with another --output")
+        saved = os.path.join(run_dir, CONFIG_NAME)
+        if not os.path.exists(saved):
+            raise CheckpointError(f"--resume: {run_dir} holds no run (no {CONFIG_NAME} and no "
+                                  f"checkpoint); start the run without --resume")
+        # stopped before its first checkpoint: start again from its own config and seed
+        found = _NoCheckpointYet(load_config(saved).model_dump(mode="json"))
     changed = _differences(found.config, cfg.resolved(), seed_given=cfg.training.seed is not None)
     if changed:
         raise ConfigError(f"{where}: differs from the config of the run in {run_dir} at "
@@ -156,6 +161,16 @@ def _resume_point(run_dir, cfg, where):
                         f"epochs); to train longer, raise training.epochs "
                         f"(--set training.epochs={found.epoch + 10})")
     return found
+
+
+class _NoCheckpointYet:
+    """A run that stopped before writing its first checkpoint: only its config."""
+    epoch = 0
+    path = None
+
+    def __init__(self, config):
+        self.config = config
+        self.training = {"finished": False}
 
 
 def _differences(saved, current, seed_given, prefix=""):
@@ -215,7 +230,7 @@ class _Trainer:
 
     def restore(self, ckpt):
         ckpt_io.restore_model(self.model, ckpt)
-        context().random.restore(ckpt.random_state)
+        restore_random_state(ckpt.random_state)
         self.epoch = ckpt.epoch
         self.stopped = ckpt.training["stopped"]
         self.history = {k: list(v) for k, v in ckpt.training["history"].items()}
@@ -358,6 +373,11 @@ class _Progress(callbacks_module.ProgbarLogger):
 
     def _interactive(self):
         return self.force_bar or super()._interactive()
+
+
+def restore_random_state(state):
+    """The random state as the checkpoint's next epoch starts from it (shuffle, dropout)."""
+    context().random.restore(state)
 
 
 def early_stopping_state(es):
