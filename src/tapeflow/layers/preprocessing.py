@@ -10,6 +10,7 @@ from .. import backend
 from ..core.tensor import Tensor
 from ..ops.arithmetic import maximum
 from ..ops.elementwise import sqrt
+from ..ops.shape import reshape
 from .base import Layer
 
 __all__ = ["Normalization"]
@@ -48,11 +49,13 @@ class Normalization(Layer):
         self.variance.assign(data.var(axis=axes).astype(self._np_dtype))
 
     def call(self, inputs):
+        # the statistics are read from their Variables (not their arrays), so a traced call
+        # sees the values a later adapt or load_weights assigns
         shape = [1] * inputs.ndim
         shape[self.axis] = -1
-        mean = self.mean._value.reshape(shape)
-        std = maximum(sqrt(Tensor(self.variance._value.reshape(shape))), backend.EPSILON)
-        return (inputs - Tensor(mean)) / std
+        mean = reshape(self.mean, shape)
+        std = maximum(sqrt(reshape(self.variance, shape)), backend.EPSILON)
+        return (inputs - mean) / std
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)

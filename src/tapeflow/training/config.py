@@ -236,7 +236,7 @@ def parse_config(doc, where="config", overrides=()):
     try:
         return RunConfig.model_validate(doc)
     except ValidationError as e:
-        raise ConfigError(_describe(e, where, origin)) from None
+        raise ConfigError(_describe(e, where, origin, doc)) from None
 
 
 def _deep_copy(value):
@@ -250,33 +250,53 @@ def _deep_copy(value):
 _MAX_SHOWN = 8
 
 
-def _describe(error, where, origin):
-    lines = []
-    for err in error.errors(include_url=False)[:_MAX_SHOWN]:
+def _describe(error, where, origin, doc):
+    by_key = {}  # a union's members each report at the same key: one line, their messages joined
+    for err in error.errors(include_url=False):
         loc = _user_location(err["loc"])
         key = ".".join(str(p) for p in loc) or "(top level)"
+        by_key.setdefault(key, (loc, []))[1].append(err)
+    lines = []
+    for key, (loc, errs) in list(by_key.items())[:_MAX_SHOWN]:
         source = origin.get(tuple(str(p) for p in loc))
         prefix = f"--set {source}" if source else where
-        lines.append(f"{prefix}: {key}: {_message(err, loc)}")
-    more = error.error_count() - _MAX_SHOWN
+        messages = [_message(err, loc, doc, with_input=False) for err in errs]
+        got = errs[0].get("input")
+        shown = "; or ".join(dict.fromkeys(messages))
+        if not isinstance(got, (dict, list)) and errs[0]["type"] not in _NO_INPUT:
+            shown += f" (got {got!r})"
+        lines.append(f"{prefix}: {key}: {shown}")
+    more = len(by_key) - _MAX_SHOWN
     if more > 0:
         lines.append(f"... and {more} more problems")
     return "\n".join(lines)
 
 
+_NO_INPUT = ("extra_forbidden", "missing", "value_error")
+
+
 def _user_location(loc):
-    """pydantic's location without its internal steps (union members, function validators)."""
-    return [p for p in loc if not (isinstance(p, str) and (
-        p in ("function-after", "function-before", "function-plain", "function-wrap")
-        or p.startswith(("int", "float", "str", "bool", "list[", "dict[", "constrained-"))
-        or p in ("literal['full']",) or p.startswith("literal[")))]
+    """pydantic's location as the YAML's key path: without its internal steps (union members,
+    validators) and without the tag of a union told apart by a field (``data``'s source)."""
+    out = []
+    for i, p in enumerate(loc):
+        if isinstance(p, str) and (p.startswith(_INTERNAL_STEPS) or p in _SOURCE_TAGS
+                                   and i > 0 and loc[i - 1] == "data"):
+            continue
+        out.append(p)
+    return out
 
 
-def _message(err, loc):
+_INTERNAL_STEPS = ("function-", "int", "float", "str", "bool", "list[", "dict[", "constrained-",
+                   "literal[")
+_SOURCE_TAGS = {"california_housing", "csv", "npz"}
+
+
+def _message(err, loc, doc, with_input=True):
     kind = err["type"]
     value = err.get("input")
     if kind == "extra_forbidden":
-        valid = _valid_keys(loc[:-1])
+        valid = _valid_keys(loc[:-1], doc)
         hint = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.6)
         suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
         known = f" Valid keys here: {', '.join(valid)}." if valid else ""
@@ -285,30 +305,41 @@ def _message(err, loc):
         return "required, but missing"
     if kind == "value_error":
         return str(err.get("ctx", {}).get("error", err["msg"]))
-    return f"{err['msg']} (got {value!r})" if not isinstance(value, (dict, list)) else err["msg"]
+    if with_input and not isinstance(value, (dict, list)):
+        return f"{err['msg']} (got {value!r})"
+    return err["msg"]
 
 
-def _valid_keys(loc):
+def _valid_keys(loc, doc):
     """The field names of the section at ``loc`` (for suggesting a key), or []."""
     model = RunConfig
     for part in loc:
         field = getattr(model, "model_fields", {}).get(part)
         if field is None:
             return []
-        model = _section_type(field.annotation)
+        doc = doc.get(part) if isinstance(doc, dict) else None
+        model = _section_type(field.annotation, doc)
         if model is None:
             return []
     return list(getattr(model, "model_fields", {}))
 
 
-def _section_type(annotation):
+def _section_type(annotation, doc):
+    """The Section class an annotation holds; of a union told apart by ``source``, the member
+    ``doc`` names."""
     if isinstance(annotation, type) and issubclass(annotation, Section):
         return annotation
+    members = []
     for arg in getattr(annotation, "__args__", ()):
-        found = _section_type(arg)
+        found = _section_type(arg, doc)
         if found is not None:
-            return found
-    return None
+            members.append(found)
+    for member in members:
+        tag = member.model_fields.get("source")
+        if tag is not None and isinstance(doc, dict) and doc.get("source") in getattr(
+                tag.annotation, "__args__", ()):
+            return member
+    return members[0] if members else None
 
 
 def config_schema():
