@@ -54,13 +54,16 @@ class Model(Layer):
         self.history = None
         self.input_gradient = None
         self._compiled_metrics = []
+        self._weighted_metrics = []
+        self._metric_log_names = []
         self._loss_tracker = None
         self.run_eagerly = False
         self.train_function = self.test_function = self.predict_function = None
 
     # --- compile ---------------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, metrics=None, input_gradient=None,
-                loss_weights=None, run_eagerly=None, jit_compile=None, steps_per_execution=1):
+                loss_weights=None, run_eagerly=None, jit_compile=None, steps_per_execution=1,
+                weighted_metrics=None):
         """Choose the optimizer, loss, metrics and (optionally) an input-gradient penalty.
 
         ``run_eagerly=True`` runs fit/evaluate/predict's steps as Python, not as traced
@@ -70,14 +73,19 @@ class Model(Layer):
         (``metrics=["mae"]`` logs ``mae`` and ``val_mae``); "accuracy" / "acc"
         becomes the binary, categorical or sparse accuracy that fits the data,
         chosen at the first batch.
+
+        As in Keras, ``sample_weight`` (and ``fit``'s ``class_weight``) weights the loss
+        and the ``weighted_metrics`` only; ``metrics`` are plain means over the samples.
+        Log names follow Keras 3: a name ``metrics`` repeats gets ``_1``, ``_2``; a weighted
+        metric with a name a plain one already has is logged as ``weighted_<name>``.
         """
         self.optimizer = optimizers_module.get(optimizer)
         # slots keyed as the weights file keys the weights, not by the layer counters' names
         self.optimizer._key_by_structure(functools.partial(weights_io.weight_keys, self))
         self.loss = None if loss is None else _as_loss(loss)
-        if isinstance(metrics, (str, dict)) or callable(metrics):
-            metrics = [metrics]
-        self._compiled_metrics = [_as_metric(m) for m in (metrics or [])]
+        self._compiled_metrics = _as_metrics(metrics)
+        self._weighted_metrics = _as_metrics(weighted_metrics)
+        self._metric_log_names = _log_names(self._compiled_metrics, self._weighted_metrics)
         self._loss_tracker = metrics_module.Mean(name="loss")
         if input_gradient is not None and not hasattr(input_gradient, "loss_and_penalty"):
             from ..input_gradient import InputGradient
@@ -89,13 +97,22 @@ class Model(Layer):
 
     @property
     def metrics(self):
-        """The loss tracker, then the compiled metrics (an "accuracy" once the first batch chose it)."""
+        """The loss tracker, then the compiled metrics and the weighted metrics (an "accuracy"
+        once the first batch chose it)."""
         return ([self._loss_tracker] if self._loss_tracker is not None else []) + \
-            [m for m in self._compiled_metrics if not isinstance(m, str)]
+            [m for _, m in self._named_metrics()]
 
     @property
     def metrics_names(self):
-        return [m.name for m in self.metrics]
+        """The names in the logs, in ``metrics`` order."""
+        return ([self._loss_tracker.name] if self._loss_tracker is not None else []) + \
+            [name for name, _ in self._named_metrics()]
+
+    def _named_metrics(self):
+        """``[(log name, metric), ...]`` of the compiled and weighted metrics made so far."""
+        return [(name, m) for name, m in zip(self._metric_log_names,
+                                             self._compiled_metrics + self._weighted_metrics)
+                if not isinstance(m, str)]
 
     def reset_metrics(self):
         for m in self.metrics:
@@ -171,14 +188,20 @@ class Model(Layer):
         return self(x, training=False)
 
     def compute_metrics(self, x, y, y_pred, sample_weight, loss):
-        if any(isinstance(m, str) for m in self._compiled_metrics):
-            self._compiled_metrics = [metrics_module.match_accuracy(y, y_pred, name=m)
-                                      if isinstance(m, str) else m for m in self._compiled_metrics]
+        """Update the loss tracker and the metrics; return the logs ``{name: value}``.
+        ``sample_weight`` weights the loss's mean and the weighted metrics, not ``metrics``."""
+        self._compiled_metrics = _chosen_accuracies(self._compiled_metrics, y, y_pred)
+        self._weighted_metrics = _chosen_accuracies(self._weighted_metrics, y, y_pred)
         # weighted by the batch's size, so that a short last batch counts for what it holds
         self._loss_tracker.update_state(loss, sample_weight=_batch_length(x, y_pred))
         for m in self._compiled_metrics:
+            m.update_state(y, y_pred)
+        for m in self._weighted_metrics:
             m.update_state(y, y_pred, sample_weight=sample_weight)
-        return {m.name: m.result() for m in self.metrics}
+        logs = {self._loss_tracker.name: self._loss_tracker.result()}
+        for name, m in self._named_metrics():
+            logs[name] = m.result()
+        return logs
 
     # --- the step functions the loops call --------------------------------------------------------
     # Traced once per batch shape: one graph for the full batches and one for a short last
@@ -357,6 +380,41 @@ def _as_loss(identifier):
     if isinstance(loss, losses_module.Loss):
         return loss
     return losses_module.LossFunctionWrapper(loss, name=getattr(loss, "__name__", None))
+
+
+def _as_metrics(identifiers):
+    """compile's ``metrics`` (or ``weighted_metrics``): one metric or a list of them."""
+    if isinstance(identifiers, (str, dict)) or callable(identifiers):
+        identifiers = [identifiers]
+    return [_as_metric(m) for m in (identifiers or [])]
+
+
+def _log_names(metrics, weighted_metrics):
+    """Keras 3's log names: each metric's name (an "accuracy" string's own), ``_1``, ``_2``
+    for repeats, and ``weighted_<name>`` for a weighted metric a plain one shares a name with."""
+    counts = {}
+
+    def unique(name):
+        n = counts.get(name, 0)
+        counts[name] = n + 1
+        return name if n == 0 else f"{name}_{n}"
+    names = [unique(_metric_name(m)) for m in metrics]
+    for m in weighted_metrics:
+        name = _metric_name(m)
+        names.append(unique(name if name not in counts else f"weighted_{name}"))
+    return names
+
+
+def _metric_name(metric):
+    return metric if isinstance(metric, str) else metric.name
+
+
+def _chosen_accuracies(metrics, y, y_pred):
+    """``metrics`` with each "accuracy" string made the accuracy that fits the data."""
+    if not any(isinstance(m, str) for m in metrics):
+        return metrics
+    return [metrics_module.match_accuracy(y, y_pred, name=m) if isinstance(m, str) else m
+            for m in metrics]
 
 
 def _as_metric(identifier):
