@@ -59,3 +59,15 @@ from .printing import print_v2 as print  # noqa: F401, A001 - TensorFlow's name
 # --- end of the top-level TensorFlow names block -----------------------------------------------
 
 __version__ = "0.1.0"
+
+
+def train(config, **kwargs):
+    """Train the model a run config describes (a YAML path, a dict or a RunConfig) and return
+    a ``Run``: ``model, history = tapeflow.train("configs/housing.yaml")``; its ``test_metrics``
+    and ``run_dir`` too.  The keyword arguments are ``tapeflow.training.run.train``'s
+    (``output``, ``resume``, ``overrides``, ``seed``, ``device``, ``allow_builder``, ``verbose``).
+
+    The trainer (scikit-learn, pydantic, matplotlib) is imported on the first call only.
+    """
+    from .training.run import train as run_training
+    return run_training(config, **kwargs)
