@@ -238,18 +238,34 @@ class EarlyStopping(_Monitor):
 
 
 class ModelCheckpoint(_Monitor):
-    """Save the weights (HDF5) after each epoch, or only when ``monitor`` improves.
+    """Save the model after each epoch, or only when ``monitor`` improves (Keras 3's rules).
 
+    By default the whole model: its architecture, every variable, the optimizer's state and
+    its call traced with any custom gradients (``model.save``), in one file whose name ends
+    in ``.keras`` (or ``.h5``); ``tf.keras.models.load_model`` and ``load_weights`` read it.
+    ``save_weights_only=True`` writes ``save_weights``'s file (weights and optimizer state),
+    whose name must end in ``.weights.h5``: a file's name says what it holds.
     ``filepath`` may hold ``{epoch:02d}`` and any logged value (``{val_loss:.3f}``).
     A save that fails leaves any earlier file at that path as it was.
     """
 
     def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False,
-                 save_weights_only=True, mode="auto", save_freq="epoch", initial_value_threshold=None):
+                 save_weights_only=False, mode="auto", save_freq="epoch",
+                 initial_value_threshold=None):
         super().__init__(monitor, mode)
         if save_freq != "epoch":
             raise ValueError("ModelCheckpoint supports save_freq='epoch'")
         self.filepath = os.fspath(filepath)
+        if save_weights_only and not self.filepath.endswith(".weights.h5"):
+            raise ValueError(f"ModelCheckpoint: with save_weights_only=True the filepath must "
+                             f"end in .weights.h5 (the file holds weights only), got "
+                             f"{self.filepath!r}")
+        if not save_weights_only and (self.filepath.endswith(".weights.h5")
+                                      or not self.filepath.endswith((".keras", ".h5"))):
+            raise ValueError(f"ModelCheckpoint: the whole model is saved (the default), so the "
+                             f"filepath must end in .keras (or .h5), got {self.filepath!r}; "
+                             f"for weights only pass save_weights_only=True and a name ending "
+                             f"in .weights.h5")
         self.verbose = verbose
         self.save_best_only = save_best_only
         self.save_weights_only = save_weights_only
@@ -273,7 +289,7 @@ class ModelCheckpoint(_Monitor):
         directory = os.path.dirname(path)
         if directory:
             os.makedirs(directory, exist_ok=True)
-        if self.save_weights_only or not hasattr(self.model, "save"):
+        if self.save_weights_only:
             self.model.save_weights(path)
         else:
             self.model.save(path)

@@ -106,11 +106,16 @@ def load_weights(model, filepath):
     if not os.path.exists(filepath):
         raise FileNotFoundError(f"load_weights: no file at {filepath}")
     with h5py.File(filepath, "r") as f:
-        if "weights" not in f:
+        whole_model = "weights" not in f and f.attrs.get("format") is not None
+        if "weights" not in f and not whole_model:
             raise ValueError(f"load_weights: {filepath} holds no tapeflow weights")
-        stored = _datasets(f["weights"])
-        saved_optimizer = f["optimizer"].attrs.get("class_name") if "optimizer" in f else None
-        optimizer_state = _datasets(f["optimizer"]) if saved_optimizer is not None else None
+        if not whole_model:
+            stored = _datasets(f["weights"])
+            saved_optimizer = f["optimizer"].attrs.get("class_name") if "optimizer" in f \
+                else None
+            optimizer_state = _datasets(f["optimizer"]) if saved_optimizer is not None else None
+    if whole_model:  # a model.save / ModelCheckpoint file: its weights (and optimizer state)
+        stored, saved_optimizer, optimizer_state = _from_saved_model(filepath)
     keyed = weight_keys(model)
     if not keyed and stored:
         raise ValueError(f"load_weights: model '{model.name}' has no weights yet; build it first "
@@ -131,6 +136,32 @@ def load_weights(model, filepath):
         v.assign(stored[key].astype(v._value.dtype))
     for target, value in optimizer_plan:
         target._replace_value(value)
+
+
+def _from_saved_model(filepath):
+    """``(weights by key, optimizer class name, optimizer state)`` of a whole-model save, read
+    through the saved format's checked loader."""
+    from ..saving import format as fmt
+    from ..saving.saved_model import load_variables
+    document, arrays = fmt.read(filepath)
+    try:
+        if document.get("kind") != "keras_model":
+            raise ValueError(f"load_weights: {filepath} is not a saved Keras model")
+        variables = load_variables(document, arrays, filepath)
+        n = document.get("tracked_variables")
+        if type(n) is not int or not 0 <= n <= len(variables):
+            raise ValueError(f"load_weights: {filepath}: tracked_variables is not a count")
+        stored = {v.path: np.asarray(v._value) for v in variables[:n]}
+        optimizer = document.get("optimizer") or {}
+        config = optimizer.get("config") or {}
+        class_name = config.get("class_name") if isinstance(config, dict) else None
+        state = {}
+        for pair in optimizer.get("state") or []:
+            key = fmt.check_name(pair[0], f"{filepath}: optimizer state")
+            state[key] = arrays.get(pair[1]["$array"], f"optimizer state '{key}'")
+    finally:
+        arrays.close()
+    return stored, class_name, (state if class_name is not None and state else None)
 
 
 def _datasets(group):
