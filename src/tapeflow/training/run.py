@@ -64,6 +64,8 @@ def train(config, *, output=None, resume=False, overrides=(), seed=None, device=
     ``output``: the run directory (default ``runs/<config name>``); ``resume``:
     continue the run there from its last good checkpoint.  ``overrides`` are
     ``--set`` strings; ``seed`` and ``device`` override ``training.seed`` and ``device``.
+    The calling thread's context is reset first (``clear_session``), so that the run
+    draws and names exactly as the command line's would.
     """
     stream = stream if stream is not None else sys.stdout
     overrides = list(overrides)
@@ -94,7 +96,8 @@ def train(config, *, output=None, resume=False, overrides=(), seed=None, device=
     random_ops.set_seed(resolved["training"]["seed"])
     model = build_model(cfg, dataset, where, base_dir, allow_builder)
     os.makedirs(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR), exist_ok=True)
-    ckpt_io.clean_temporaries(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR))
+    for directory in (run_dir, os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR)):
+        ckpt_io.clean_temporaries(directory)  # left by a crash mid-write; never read
     _write_text(os.path.join(run_dir, CONFIG_NAME), dump_yaml(resolved))
     trainer = _Trainer(model, cfg, resolved, dataset, base_dir, run_dir, verbose, stream)
     if resumed is not None:
