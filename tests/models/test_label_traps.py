@@ -73,3 +73,101 @@ def test_bool_labels_train_as_their_integers(loss, units, activation):
         histories.append(model.fit(x, y, epochs=3, shuffle=False, verbose=0).history)
     assert histories[0] == histories[1]
     assert histories[0]["accuracy"][-1] > 0.5
+
+
+# --- fit(class_weight=...) ---------------------------------------------------------------------
+CLASS_WEIGHT = {0: 1.0, 1: 3.0}
+LABEL_FORMS = {  # (labels from the bool classes, loss, output units, activation)
+    "sparse (n,)": (lambda yes: yes.astype(np.int32), "sparse_categorical_crossentropy", 2,
+                    "softmax"),
+    "sparse (n, 1)": (lambda yes: yes.astype(np.int32)[:, None],
+                      "sparse_categorical_crossentropy", 2, "softmax"),
+    "one-hot": (lambda yes: np.eye(2, dtype=np.float32)[yes.astype(int)],
+                "categorical_crossentropy", 2, "softmax"),
+    "binary column, rounded": (lambda yes: np.where(yes, 0.9, 0.2).astype(np.float32)[:, None],
+                               "binary_crossentropy", 1, "sigmoid"),
+}
+
+
+def _fit(y, loss, units, activation, run_eagerly=False, **fit_kw):
+    x, _ = binary_data()
+    model = classifier(units, activation, loss, run_eagerly=run_eagerly)
+    history = model.fit(x, y, epochs=2, batch_size=16, shuffle=False, verbose=0, **fit_kw)
+    return model.get_weights(), history.history
+
+
+@pytest.mark.parametrize("run_eagerly", [False, True])
+@pytest.mark.parametrize("form", sorted(LABEL_FORMS))
+def test_class_weight_is_the_sample_weight_of_each_label_class(form, run_eagerly):
+    make, loss, units, activation = LABEL_FORMS[form]
+    _, yes = binary_data()
+    y = make(yes)
+    per_sample = np.where(yes, 3.0, 1.0).astype(np.float32)
+    by_class = _fit(y, loss, units, activation, run_eagerly, class_weight=CLASS_WEIGHT)
+    by_sample = _fit(y, loss, units, activation, run_eagerly, sample_weight=per_sample)
+    plain = _fit(y, loss, units, activation, run_eagerly)
+    for a, b in zip(by_class[0], by_sample[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert by_class[1] == pytest.approx(by_sample[1], rel=1e-6)
+    assert by_class[1]["loss"] != pytest.approx(plain[1]["loss"], rel=1e-3)
+
+
+def test_class_weight_multiplies_sample_weight():
+    _, yes = binary_data()
+    y = yes.astype(np.int32)
+    sample_weight = np.linspace(0.0, 2.0, len(y)).astype(np.float32)
+    both = _fit(y, "sparse_categorical_crossentropy", 2, "softmax",
+                class_weight={0: 0.5, 1: 2.0}, sample_weight=sample_weight)
+    product = _fit(y, "sparse_categorical_crossentropy", 2, "softmax",
+                   sample_weight=sample_weight * np.where(yes, 2.0, 0.5).astype(np.float32))
+    for a, b in zip(both[0], product[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("validation", ["validation_data", "validation_split"])
+def test_class_weight_does_not_weight_validation(validation):
+    x, yes = binary_data()  # 64 samples: 48 to train on, the last 16 to validate on
+    y = yes.astype(np.int32)
+    model = classifier(2, "softmax", "sparse_categorical_crossentropy")
+    model.compile(tf.keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")  # no steps
+    if validation == "validation_data":
+        args, fit_kw = (x[:48], y[:48]), {"validation_data": (x[48:], y[48:])}
+    else:
+        args, fit_kw = (x, y), {"validation_split": 0.25}
+    history = model.fit(*args, class_weight={0: 1.0, 1: 5.0}, batch_size=64, verbose=0,
+                        **fit_kw).history
+    assert history["val_loss"][0] == pytest.approx(model.evaluate(x[48:], y[48:], verbose=0),
+                                                   rel=1e-6)
+    weighted = model.evaluate(x[:48], y[:48], verbose=0,
+                              sample_weight=np.where(y[:48] == 1, 5.0, 1.0))
+    assert history["loss"][0] == pytest.approx(weighted, rel=1e-6)
+
+
+@pytest.mark.parametrize("class_weight,words", [
+    ({0: 1.0}, ["class(es) [1]", "no weight for"]),
+    ({1: 2.0}, ["class(es) [0]"]),
+    ({"0": 1.0, "1": 3.0}, ["class indices (integers", "['0', '1']", "LabelEncoder"]),
+    ({0.0: 1.0, 1.0: 3.0}, ["class indices (integers", "[0.0, 1.0]"]),
+    ({-1: 1.0, 0: 1.0, 1: 1.0}, ["[-1]"]),
+    ({True: 1.0, False: 1.0}, ["[True, False]"]),
+])
+def test_class_weight_errors_say_what_keras_says(class_weight, words):
+    x, yes = binary_data()
+    model = classifier(2, "softmax", "sparse_categorical_crossentropy")
+    with pytest.raises(ValueError) as excinfo:
+        model.fit(x, yes.astype(np.int32), class_weight=class_weight, verbose=0)
+    message = single_error(excinfo)
+    for word in ["fit: Expected `class_weight` to be a dict with keys from 0 to one less than "
+                 "the number of classes"] + words:
+        assert word in message, message
+
+
+def test_class_weight_that_is_not_a_dict_or_has_no_labels_is_refused():
+    x, yes = binary_data()
+    model = classifier(2, "softmax", "sparse_categorical_crossentropy")
+    with pytest.raises(ValueError, match=r"class_weight must be a dict \{class index: weight\}"):
+        model.fit(x, yes.astype(np.int32), class_weight=[1.0, 3.0], verbose=0)
+    with pytest.raises(ValueError, match="values must be numbers"):
+        model.fit(x, yes.astype(np.int32), class_weight={0: "a", 1: 1.0}, verbose=0)
+    with pytest.raises(ValueError, match="one label per sample"):
+        model.fit(x, np.zeros((len(x), 2, 2), np.float32), class_weight=CLASS_WEIGHT, verbose=0)

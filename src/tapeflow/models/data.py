@@ -6,12 +6,14 @@ Labels or sample weights that are not numbers (strings, objects) are refused
 with the fix, as Keras refuses them: string labels would otherwise train while
 accuracy reads 0.0.
 """
+import numbers
+
 import numpy as np
 
 from .. import backend
 from ..core.tensor import Tensor
 
-__all__ = ["as_arrays", "split_validation", "batches", "num_batches"]
+__all__ = ["as_arrays", "split_validation", "class_sample_weight", "batches", "num_batches"]
 
 
 def _as_array(value, dtype=None):
@@ -84,6 +86,54 @@ def split_validation(x, y, sample_weight, fraction):
     val = (part(x, slice(cut, None)), part(y, slice(cut, None)),
            part(sample_weight, slice(cut, None)))
     return train, val
+
+
+def class_sample_weight(y, sample_weight, class_weight, dtype=np.float32, where="fit"):
+    """``fit(class_weight={class: weight})`` as per-sample weights, times ``sample_weight``.
+
+    A sample's class is its label as Keras reads it: a sparse label (shape ``(n,)``
+    or ``(n, 1)``, rounded, so a binary label's probability counts as its nearest
+    class) or the argmax of a one-hot / probability row (``(n, classes)``).  Every
+    class the labels hold needs a weight; keys are class indices (integers).
+    """
+    keras_says = ("Expected `class_weight` to be a dict with keys from 0 to one less than the "
+                  f"number of classes, found {class_weight!r}")
+    if not isinstance(class_weight, dict):
+        raise ValueError(f"{where}: class_weight must be a dict {{class index: weight}}, such "
+                         f"as {{0: 1.0, 1: 3.0}}; got {type(class_weight).__name__}")
+    if y is None:
+        raise ValueError(f"{where}: class_weight weights samples by their labels, but no y was "
+                         f"given")
+    bad = [k for k in class_weight
+           if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 0]
+    if bad:
+        raise ValueError(f"{where}: {keras_says}: the keys must be class indices (integers "
+                         f"0, 1, ...), not {bad!r}. Map class names to their indices first "
+                         f"(e.g. with the LabelEncoder that encoded y).")
+    try:
+        weights = {int(k): float(v) for k, v in class_weight.items()}
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: class_weight's values must be numbers, got "
+                         f"{class_weight!r}") from None
+    labels = np.asarray(backend.to_host(y))
+    if labels.ndim == 2 and labels.shape[1] > 1:
+        labels = labels.argmax(axis=1)
+    elif labels.ndim == 2:
+        labels = labels[:, 0]
+    elif labels.ndim != 1:
+        raise ValueError(f"{where}: class_weight needs one label per sample: sparse labels of "
+                         f"shape (n,) or (n, 1), or one-hot rows (n, classes); y has shape "
+                         f"{labels.shape}. Weight samples with sample_weight instead.")
+    classes, index = np.unique(np.round(labels).astype(np.int64), return_inverse=True)
+    missing = [int(c) for c in classes if int(c) not in weights]
+    if missing:
+        raise ValueError(f"{where}: {keras_says}: the labels hold class(es) {missing} that "
+                         f"class_weight has no weight for. Give every class a weight.")
+    per_sample = np.array([weights[int(c)] for c in classes], dtype=dtype)[index.reshape(-1)]
+    if sample_weight is None:
+        return per_sample
+    per_sample = per_sample.reshape((-1,) + (1,) * (sample_weight.ndim - 1))
+    return sample_weight * backend.asarray(per_sample, like=sample_weight)
 
 
 def num_batches(n, batch_size):

@@ -245,12 +245,15 @@ class Model(Layer):
 
     # --- loops -----------------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
-            validation_split=0.0, validation_data=None, shuffle=True, sample_weight=None,
-            initial_epoch=0, validation_batch_size=None, validation_freq=1):
+            validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
+            sample_weight=None, initial_epoch=0, validation_batch_size=None, validation_freq=1):
         """Train for ``epochs`` epochs; returns a History (also ``model.history``).
 
         ``validation_split`` holds out the last fraction of the samples (before
-        shuffling), as Keras does.  Callbacks get plain floats in their logs.
+        shuffling), as Keras does.  ``class_weight`` (``{class index: weight}``) weights
+        each training sample by its label's class, times its ``sample_weight``
+        (``data.class_sample_weight``); validation data are not class-weighted.
+        Callbacks get plain floats in their logs.
         """
         self._require_compiled("fit")
         x, y, sample_weight = data_module.as_arrays(x, y, sample_weight, self.dtype, "fit")
@@ -260,6 +263,9 @@ class Model(Layer):
         if validation_split and validation_data is None:
             (x, y, sample_weight), validation_data = data_module.split_validation(
                 x, y, sample_weight, validation_split)
+        if class_weight is not None:
+            sample_weight = data_module.class_sample_weight(y, sample_weight, class_weight,
+                                                            self.dtype)
         if validation_data is not None:
             if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
                 raise ValueError("fit: validation_data must be a tuple (x_val, y_val) or "
