@@ -43,11 +43,24 @@ def build_model(config, dataset, where, base_dir=".", allow_builder=False):
         norm.adapt(dataset.x_train)
         head.append(norm)
     model = Sequential(head + body, name="model")
+    _check_outputs(model, dataset, where)
     model.compile(optimizer=_optimizer(config.optimizer, where),
                   loss=loss_from_config(config.loss, where),
                   metrics=_metrics(config.metrics, where),
                   input_gradient=config.regularization.input_gradient or None)
     return model
+
+
+def _check_outputs(model, dataset, where):
+    """The model gives one output per target: a loss would otherwise broadcast (n, k) against
+    (n, 1) and train on nonsense without a word."""
+    outputs = model(dataset.x_train[:1], training=False).shape
+    targets = dataset.y_train.shape[1]
+    if len(outputs) != 2 or outputs[1] != targets:
+        raise ConfigError(f"{where}: model: its output has shape {tuple(outputs)} per batch of "
+                          f"1, but the data have {targets} target column(s) "
+                          f"({', '.join(dataset.target_names)}); end the model with "
+                          f"Dense: {{units: {targets}}}")
 
 
 # --- layers ----------------------------------------------------------------------------------------
