@@ -49,6 +49,20 @@ def test_each_mistake_is_one_message_with_its_key_path(change, expected):
     assert expected in _error(small_config(**change) | change)
 
 
+def test_monitors_must_be_logged():
+    no_validation = {"source": "california_housing", "split": {"valid_size": 0}}
+    assert _error(small_config(data=no_validation, training={"early_stopping": {}})) == (
+        "run.yaml: training.early_stopping.monitor: 'val_loss' is not logged (data.split."
+        "valid_size is 0: there is no validation split); the run logs loss, mae")
+    assert "'val_mse' is not logged; the run logs loss, mae, val_loss, val_mae" in _error(
+        small_config(training={"early_stopping": {"monitor": "val_mse"}}))
+    # the best checkpoint's default monitor follows the data: val_loss, or loss without
+    # a validation split
+    resolved = parse_config(small_config(data=no_validation)).resolved()
+    assert resolved["checkpoint"]["monitor"] == "loss"
+    assert parse_config(small_config()).resolved()["checkpoint"]["monitor"] == "val_loss"
+
+
 def test_missing_section():
     assert _error({"data": {"source": "california_housing"}}) == \
         "run.yaml: model: required, but missing"

@@ -101,7 +101,8 @@ class CheckpointConfig(Section):
     every: PositiveInt = Field(1, description="write a checkpoint every N epochs (and at the end)")
     keep_last: PositiveInt = 3
     keep_best: bool = True
-    monitor: str = "val_loss"
+    monitor: Optional[str] = Field(None, description="what keep_best watches; null: val_loss, "
+                                                     "or loss without a validation split")
     mode: Literal["auto", "min", "max"] = "auto"
 
 
@@ -123,9 +124,33 @@ class RunConfig(Section):
     device: Literal["cpu", "gpu"] = "cpu"
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
 
+    def model_post_init(self, _):
+        logged = ["loss"] + list(self.metrics)
+        if self.data.split.valid_size > 0:
+            logged += [f"val_{name}" for name in logged]
+        watched = [("checkpoint.monitor", self.best_monitor, self.checkpoint.keep_best)]
+        if self.training.early_stopping is not None:
+            watched.append(("training.early_stopping.monitor",
+                            self.training.early_stopping.monitor, True))
+        for key, name, used in watched:
+            if used and name not in logged:
+                why = " (data.split.valid_size is 0: there is no validation split)" \
+                    if name.startswith("val_") and self.data.split.valid_size == 0 else ""
+                raise ValueError(f"{key}: '{name}' is not logged{why}; the run logs "
+                                 f"{', '.join(logged)}")
+
+    @property
+    def best_monitor(self):
+        """The value the best checkpoint is chosen by."""
+        if self.checkpoint.monitor is not None:
+            return self.checkpoint.monitor
+        return "val_loss" if self.data.split.valid_size > 0 else "loss"
+
     def resolved(self):
-        """This config with the seed chosen (when it was null), as a plain dict."""
+        """This config with the seed chosen (when it was null) and the best checkpoint's
+        monitor named, as a plain dict."""
         doc = self.model_dump(mode="json")
+        doc["checkpoint"]["monitor"] = self.best_monitor
         if doc["training"]["seed"] is None:
             doc["training"]["seed"] = secrets.randbelow(2 ** 31)
         return doc
@@ -254,7 +279,7 @@ def _describe(error, where, origin, doc):
     by_key = {}  # a union's members each report at the same key: one line, their messages joined
     for err in error.errors(include_url=False):
         loc = _user_location(err["loc"])
-        key = ".".join(str(p) for p in loc) or "(top level)"
+        key = ".".join(str(p) for p in loc)
         by_key.setdefault(key, (loc, []))[1].append(err)
     lines = []
     for key, (loc, errs) in list(by_key.items())[:_MAX_SHOWN]:
@@ -265,7 +290,7 @@ def _describe(error, where, origin, doc):
         shown = "; or ".join(dict.fromkeys(messages))
         if not isinstance(got, (dict, list)) and errs[0]["type"] not in _NO_INPUT:
             shown += f" (got {got!r})"
-        lines.append(f"{prefix}: {key}: {shown}")
+        lines.append(f"{prefix}: {key}: {shown}" if key else f"{prefix}: {shown}")
     more = len(by_key) - _MAX_SHOWN
     if more > 0:
         lines.append(f"... and {more} more problems")

@@ -213,7 +213,8 @@ class _Trainer:
         self.early_stopping = None if es is None else callbacks_module.EarlyStopping(
             monitor=es.monitor, patience=es.patience, min_delta=es.min_delta, mode=es.mode,
             restore_best_weights=es.restore_best_weights)
-        self.best = _Best(cfg.checkpoint) if cfg.checkpoint.keep_best else None
+        self.best = _Best(cfg.best_monitor, cfg.checkpoint.mode) \
+            if cfg.checkpoint.keep_best else None
         self.nan_at = None
 
     # --- state in and out of checkpoints ---------------------------------------------------------
@@ -313,8 +314,8 @@ class _Trainer:
 class _Best:
     """The best checkpoint's monitor."""
 
-    def __init__(self, cfg):
-        self.monitor = callbacks_module.EarlyStopping(monitor=cfg.monitor, mode=cfg.mode)
+    def __init__(self, monitor, mode):
+        self.monitor = callbacks_module.EarlyStopping(monitor=monitor, mode=mode)
         self.value = None
         self.epoch = None
 
