@@ -1,36 +1,24 @@
-"""Activation functions by name, as Keras's ``activation="relu"``."""
-from .ops import elementwise, nn
+"""Activation functions by name, as Keras's ``activation="relu"``.
 
-__all__ = ["get", "serialize", "linear"]
+``get`` takes a name ("relu", "leaky_relu" or "LeakyReLU") or a function, by the
+rules of ``tapeflow.serialization``; None gives ``linear``.  Activations have no
+classes, so a config names one by its name.
+"""
+from .ops import elementwise, nn
+from .serialization import Registry
+
+__all__ = ["get", "serialize", "deserialize", "linear"]
 
 
 def linear(x):
     return x
 
 
-_BY_NAME = {
+REGISTRY = Registry("activation", {
     "linear": linear, "relu": elementwise.relu, "relu6": elementwise.relu6,
     "sigmoid": elementwise.sigmoid, "tanh": elementwise.tanh, "elu": elementwise.elu,
     "selu": elementwise.selu, "softplus": elementwise.softplus, "softsign": elementwise.softsign,
     "softmax": nn.softmax, "log_softmax": nn.log_softmax, "gelu": nn.gelu, "silu": nn.silu,
     "swish": nn.silu, "leaky_relu": elementwise.leaky_relu, "exponential": elementwise.exp,
-}
-
-
-def get(identifier):
-    """A callable activation from a name, a callable or None (linear)."""
-    if identifier is None:
-        return linear
-    if callable(identifier):
-        return identifier
-    if isinstance(identifier, str) and identifier in _BY_NAME:
-        return _BY_NAME[identifier]
-    raise ValueError(f"Unknown activation {identifier!r}; known: {sorted(_BY_NAME)}")
-
-
-def serialize(fn):
-    """The name of a built-in activation (or the function's own name)."""
-    for name, f in _BY_NAME.items():
-        if f is fn:
-            return name
-    return getattr(fn, "__name__", repr(fn))
+}, none=linear)
+get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize

@@ -2,6 +2,10 @@
 
 Draws come from ``tapeflow.random``, so ``tf.random.set_seed`` makes model
 initialization reproducible; a ``seed`` gives an initializer its own stream.
+
+``get`` takes a name ("he_normal" or "HeNormal"), an initializer or its class, a
+config dict or a function ``fn(shape, dtype)``, by the rules of
+``tapeflow.serialization``; None gives None.
 """
 import math
 
@@ -10,12 +14,11 @@ import numpy as np
 from . import random
 from .core.tensor import Tensor
 from .dtypes import numpy_dtype
-from .serialization import deserialize as _deserialize
-from .serialization import serialize as _serialize
+from .serialization import Registry
 
 __all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomNormal", "RandomUniform",
            "TruncatedNormal", "GlorotUniform", "GlorotNormal", "HeUniform", "HeNormal",
-           "LecunNormal", "LecunUniform", "get", "serialize"]
+           "LecunNormal", "LecunUniform", "get", "serialize", "deserialize"]
 
 
 def _fans(shape):
@@ -142,30 +145,11 @@ class LecunUniform(_VarianceScaling):
     distribution = "uniform"
 
 
-_BY_NAME = {
+# Keras's names; "HeNormal", "GlorotUniform" ... are the same names folded (tapeflow.serialization).
+REGISTRY = Registry("initializer", {
     "zeros": Zeros, "ones": Ones, "constant": Constant, "random_normal": RandomNormal,
     "random_uniform": RandomUniform, "truncated_normal": TruncatedNormal,
     "glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal, "he_uniform": HeUniform,
     "he_normal": HeNormal, "lecun_normal": LecunNormal, "lecun_uniform": LecunUniform,
-}
-_CLASSES = {cls.__name__: cls for cls in _BY_NAME.values()}
-
-
-def get(identifier):
-    """An initializer from a name, an instance, a config dict or a callable."""
-    if identifier is None:
-        return None
-    if isinstance(identifier, Initializer) or callable(identifier) and not isinstance(identifier, type):
-        return identifier
-    if isinstance(identifier, str):
-        cls = _BY_NAME.get(identifier.lower()) or _CLASSES.get(identifier)
-        if cls is None:
-            raise ValueError(f"Unknown initializer '{identifier}'; known: {sorted(_BY_NAME)}")
-        return cls()
-    if isinstance(identifier, dict):
-        return _deserialize(identifier, _CLASSES, kind="initializer")
-    raise ValueError(f"Cannot interpret {identifier!r} as an initializer")
-
-
-def serialize(initializer):
-    return _serialize(initializer)
+}, base=Initializer)
+get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize

@@ -8,10 +8,11 @@ Stability: the ``from_logits`` paths use ``log_softmax`` and
 ``sigmoid_cross_entropy_with_logits``; the probability paths clip to
 ``[EPSILON, 1 - EPSILON]`` before the log, as Keras does.
 
-Names: ``get`` takes Keras's names, ``Loss`` objects, functions and config
-dicts; ``register_loss`` makes a user's loss loadable by name from a config.
+Names: ``get`` takes Keras's names ("mse", "mean_squared_error" the function,
+"MeanSquaredError" a new instance), ``Loss`` objects and classes, functions and
+config dicts, by the rules of ``tapeflow.serialization``; None gives None.
+``register_loss`` makes a user's loss loadable by name from a config.
 """
-import inspect
 import re
 
 import warnings
@@ -22,7 +23,7 @@ from .core.dispatch import apply
 from .core.registry import NotDifferentiable, def_primitive
 from .core.tensor import Tensor, convert_to_tensor
 from .ops.arithmetic import abs_
-from .serialization import NameRegistry, snake_case
+from .serialization import Registry, snake_case
 from .ops.clip import clip_by_value
 from .ops.creation import one_hot
 from .ops.elementwise import log, square
@@ -359,58 +360,14 @@ class SparseCategoricalCrossentropy(_BuiltinLoss):
         self.axis = axis
 
 
-# --- names -----------------------------------------------------------------------------------
-_BUILTIN_OBJECTS = (
-    Loss, LossFunctionWrapper, MeanSquaredError, MeanAbsoluteError, Huber, BinaryCrossentropy,
-    CategoricalCrossentropy, SparseCategoricalCrossentropy, mean_squared_error,
-    mean_absolute_error, huber, binary_crossentropy, categorical_crossentropy,
-    sparse_categorical_crossentropy,
-)
-REGISTRY = NameRegistry("loss", {
-    **{obj.__name__: obj for obj in _BUILTIN_OBJECTS},
-    "mse": mean_squared_error, "MSE": mean_squared_error,
-    "mae": mean_absolute_error, "MAE": mean_absolute_error,
-    "bce": binary_crossentropy, "BCE": binary_crossentropy,
-}, register_hint="tapeflow.losses.register_loss")
+# --- names (the rules: tapeflow.serialization) -----------------------------------------------
+REGISTRY = Registry("loss", {
+    **{obj.__name__: obj for obj in (
+        mean_squared_error, mean_absolute_error, huber, binary_crossentropy,
+        categorical_crossentropy, sparse_categorical_crossentropy, MeanSquaredError,
+        MeanAbsoluteError, Huber, BinaryCrossentropy, CategoricalCrossentropy,
+        SparseCategoricalCrossentropy, LossFunctionWrapper)},
+    "mse": mean_squared_error, "mae": mean_absolute_error, "bce": binary_crossentropy,
+}, base=Loss, config_only=(LossFunctionWrapper,), register_hint="tapeflow.losses.register_loss")
 register_loss = REGISTRY.register
-_BASES = ("Loss", "LossFunctionWrapper")
-
-
-def serialize(loss):
-    """A ``Loss`` as {"class_name", "config"}; a loss function or class as its name."""
-    if isinstance(loss, Loss):
-        return {"class_name": REGISTRY.name_of(type(loss)), "config": loss.get_config()}
-    return REGISTRY.name_of(loss)
-
-
-def deserialize(config):
-    """The inverse of ``serialize``: a name gives the registered function or class."""
-    if isinstance(config, str):
-        return REGISTRY.lookup(config)
-    if not isinstance(config, dict) or "class_name" not in config:
-        raise ValueError(f"A loss config is a name or a dict with 'class_name', got {config!r}")
-    cls = REGISTRY.lookup(config["class_name"])
-    if not (inspect.isclass(cls) and issubclass(cls, Loss)):
-        raise ValueError(f"'{config['class_name']}' is not a Loss class")
-    return cls.from_config(config.get("config") or {})
-
-
-def get(identifier):
-    """A loss from a name (a name of a class gives an instance, of a function the function),
-    a config dict, a ``Loss`` object or class, or any callable; None stays None."""
-    if identifier is None or isinstance(identifier, Loss):
-        return identifier
-    if isinstance(identifier, str):
-        obj = REGISTRY.lookup(identifier)
-        if obj in (Loss, LossFunctionWrapper):
-            raise ValueError(f"'{identifier}' is a base class, not a loss; known losses: "
-                             f"{', '.join(n for n in REGISTRY.known() if n not in _BASES)}")
-    elif isinstance(identifier, dict):
-        obj = deserialize(identifier)
-    else:
-        obj = identifier
-    if inspect.isclass(obj):
-        obj = obj()
-    if callable(obj):
-        return obj
-    raise ValueError(f"Could not interpret loss identifier: {identifier!r}")
+get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize

@@ -14,9 +14,13 @@ non-differentiable primitives, ``MetricValues`` (a built-in metric function's
 per-sample values) and ``MetricSums`` (the weighted sum and count of a batch),
 and the state moves with ``assign_add``; ``result`` and ``reset_state`` are ops
 too.  So the traced and the eager updates compute the same numbers.
-"""
-import inspect
 
+Names: ``get`` takes Keras's names ("mse", "mean_squared_error", "MeanSquaredError":
+a new instance), ``Metric`` objects and classes, config dicts, and functions (and
+loss functions' names), wrapped in ``MeanMetricWrapper``, by the rules of
+``tapeflow.serialization``; None gives None.  "accuracy" given the data's shapes is
+``match_accuracy``.  ``register_metric`` makes a user's metric loadable by name.
+"""
 import numpy as np
 
 from . import backend, losses
@@ -27,7 +31,7 @@ from .core.tensor import Tensor, Variable, convert_to_tensor
 from .dtypes import as_dtype, numpy_dtype
 from .ops.elementwise import sqrt
 from .ops.shape import where
-from .serialization import NameRegistry, snake_case
+from .serialization import Registry, snake_case
 
 __all__ = [
     "Metric", "Mean", "Sum", "MeanMetricWrapper", "MeanSquaredError", "RootMeanSquaredError",
@@ -354,7 +358,7 @@ class MeanMetricWrapper(Mean):
     def from_config(cls, config):
         config = dict(config)
         if isinstance(config.get("fn"), str):
-            config["fn"] = _function(config["fn"])
+            config["fn"] = FUNCTIONS.lookup(config["fn"])
         return cls(**config)
 
 
@@ -525,73 +529,19 @@ def match_accuracy(y_true, y_pred, name="accuracy"):
     return CategoricalAccuracy(name=name)
 
 
-# --- names -----------------------------------------------------------------------------------
-_CLASSES = (Metric, Mean, Sum, MeanMetricWrapper, MeanSquaredError, RootMeanSquaredError,
-            MeanAbsoluteError, Accuracy, BinaryAccuracy, CategoricalAccuracy,
-            SparseCategoricalAccuracy)
-_FUNCTIONS = (accuracy, binary_accuracy, categorical_accuracy, sparse_categorical_accuracy)
-
-REGISTRY = NameRegistry("metric", {
-    **{cls.__name__: cls for cls in _CLASSES},
-    **{snake_case(cls.__name__): cls for cls in _CLASSES},
-    "mse": MeanSquaredError, "MSE": MeanSquaredError,
-    "mae": MeanAbsoluteError, "MAE": MeanAbsoluteError,
-    "rmse": RootMeanSquaredError, "RMSE": RootMeanSquaredError,
+# --- names (the rules: tapeflow.serialization) -----------------------------------------------
+REGISTRY = Registry("metric", {
+    **{snake_case(cls.__name__): cls for cls in (
+        Mean, Sum, MeanMetricWrapper, MeanSquaredError, RootMeanSquaredError, MeanAbsoluteError,
+        Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy)},
+    "mse": MeanSquaredError, "mae": MeanAbsoluteError, "rmse": RootMeanSquaredError,
     "acc": Accuracy,
-}, register_hint="tapeflow.metrics.register_metric")
+}, base=Metric, functions=MeanMetricWrapper, config_only=(MeanMetricWrapper,),
+    fallback=(losses.REGISTRY,), register_hint="tapeflow.metrics.register_metric")
 register_metric = REGISTRY.register
-_BASES = ("Metric", "MeanMetricWrapper", "mean_metric_wrapper")
-_FUNCTION_NAMES = {fn.__name__: fn for fn in _FUNCTIONS}
+get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize
 
-
-def _function(name):
-    """A metric function by name: the user's, a built-in metric function, or a loss function."""
-    fn = REGISTRY.custom.get(name) or _FUNCTION_NAMES.get(name) or losses.REGISTRY.find(name)
-    if fn is None or inspect.isclass(fn):
-        raise ValueError(f"Unknown metric function {name!r}; register it with "
-                         "tapeflow.metrics.register_metric")
-    return fn
-
-
-def serialize(metric):
-    """A ``Metric`` as {"class_name", "config"}; a function as its name."""
-    if isinstance(metric, Metric):
-        return {"class_name": REGISTRY.name_of(type(metric)), "config": metric.get_config()}
-    return REGISTRY.name_of(metric)  # built-in functions load back by their __name__
-
-
-def deserialize(config):
-    if isinstance(config, str):
-        return get(config)
-    if not isinstance(config, dict) or "class_name" not in config:
-        raise ValueError(f"A metric config is a name or a dict with 'class_name', got {config!r}")
-    cls = REGISTRY.lookup(config["class_name"])
-    if not (inspect.isclass(cls) and issubclass(cls, Metric)):
-        raise ValueError(f"'{config['class_name']}' is not a Metric class")
-    return cls.from_config(config.get("config") or {})
-
-
-def get(identifier):
-    """A Metric from a name, a config dict, a Metric object or class, or a function (wrapped
-    in MeanMetricWrapper).  A loss function's name ("binary_crossentropy") gives its mean;
-    None stays None.  For "accuracy" given the data's shapes, see ``match_accuracy``."""
-    if identifier is None or isinstance(identifier, Metric):
-        return identifier
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    obj, name = identifier, None
-    if isinstance(identifier, str):
-        obj, name = REGISTRY.find(identifier), identifier
-        if obj is None:
-            obj = _FUNCTION_NAMES.get(identifier) or losses.REGISTRY.find(identifier)
-        if obj is None or (inspect.isclass(obj) and not issubclass(obj, Metric)) \
-                or obj in (Metric, MeanMetricWrapper):
-            raise ValueError(f"Unknown metric {identifier!r}. Known names: "
-                             f"{', '.join(n for n in REGISTRY.known() if n not in _BASES)}, "
-                             f"or a loss function's name. "
-                             f"Register your own with tapeflow.metrics.register_metric.")
-    if inspect.isclass(obj) and issubclass(obj, Metric):
-        return obj()
-    if callable(obj):
-        return MeanMetricWrapper(obj, name=name)
-    raise ValueError(f"Could not interpret metric identifier: {identifier!r}")
+# The functions a MeanMetricWrapper's config names: these, the user's, and the loss functions.
+FUNCTIONS = Registry("metric function", {fn.__name__: fn for fn in (
+    accuracy, binary_accuracy, categorical_accuracy, sparse_categorical_accuracy)},
+    fallback=(REGISTRY,), register_hint="tapeflow.metrics.register_metric")

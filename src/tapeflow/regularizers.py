@@ -2,13 +2,15 @@
 
 ``InputGradient`` (a penalty on the loss's gradient with respect to the
 model's input) lives in ``input_gradient.py`` and is re-exported here.
+
+``get`` takes a name ("l2", "L1L2"), a regularizer or its class, a config dict or a
+function ``fn(weights)``, by the rules of ``tapeflow.serialization``; None gives None.
 """
 from .input_gradient import InputGradient  # noqa: F401 - tf.regularizers.InputGradient
 from .ops.reduce import reduce_sum
-from .serialization import deserialize as _deserialize
-from .serialization import serialize as _serialize
+from .serialization import Registry
 
-__all__ = ["Regularizer", "L1", "L2", "L1L2", "InputGradient", "get", "serialize"]
+__all__ = ["Regularizer", "L1", "L2", "L1L2", "InputGradient", "get", "serialize", "deserialize"]
 
 
 class Regularizer:
@@ -56,26 +58,6 @@ class L1L2(Regularizer):
         return {"l1": self.l1, "l2": self.l2}
 
 
-_BY_NAME = {"l1": L1, "l2": L2, "l1_l2": L1L2, "l1l2": L1L2}
-
-
-def get(identifier):
-    if identifier is None:
-        return None
-    if isinstance(identifier, str):
-        cls = _BY_NAME.get(identifier.lower())
-        if cls is None:
-            raise ValueError(f"Unknown regularizer '{identifier}'; known: {sorted(_BY_NAME)}")
-        return cls()
-    if isinstance(identifier, dict):
-        return _deserialize(identifier, {c.__name__: c for c in _BY_NAME.values()},
-                            kind="regularizer")
-    if isinstance(identifier, type) and issubclass(identifier, Regularizer):
-        return identifier()
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Cannot interpret {identifier!r} as a regularizer")
-
-
-def serialize(regularizer):
-    return _serialize(regularizer)
+# Keras's names; "L1", "L1L2", "l1l2" ... are the same names folded (tapeflow.serialization).
+REGISTRY = Registry("regularizer", {"l1": L1, "l2": L2, "l1_l2": L1L2}, base=Regularizer)
+get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize

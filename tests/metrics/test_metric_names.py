@@ -36,12 +36,10 @@ CONFIGURED = [
 
 @pytest.fixture
 def clean_registry():
-    custom, names = dict(metrics.REGISTRY.custom), dict(metrics.REGISTRY._names)
+    custom = dict(metrics.REGISTRY.custom)
     yield
     metrics.REGISTRY.custom.clear()
     metrics.REGISTRY.custom.update(custom)
-    metrics.REGISTRY._names.clear()
-    metrics.REGISTRY._names.update(names)
 
 
 @pytest.mark.parametrize("name", sorted(NAMES))

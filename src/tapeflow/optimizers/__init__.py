@@ -1,8 +1,10 @@
 """Optimizers and learning-rate schedules, with Keras 3's names, defaults and formulas.
 
-``get`` turns a name, a config dict or an optimizer into an optimizer.  A new
-optimizer adds itself to ``_BY_NAME`` below.
+``get`` turns a name ("adam", any case), a config dict, an optimizer or an
+optimizer class into an optimizer, by the rules of ``tapeflow.serialization``.  A
+new optimizer adds itself to ``REGISTRY`` below.
 """
+from ..serialization import REFUSE, Registry
 from . import schedules
 from .adagrad import Adagrad
 from .adam import Adam
@@ -18,38 +20,10 @@ __all__ = [
     "ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay", "get", "serialize", "deserialize",
 ]
 
-# Lower-case names, as ``get`` and ``deserialize`` look them up.
-_BY_NAME = {"sgd": SGD, "adam": Adam, "nadam": Nadam, "rmsprop": RMSprop, "adagrad": Adagrad,
-            "newton": Newton}
-
-
-def serialize(optimizer):
-    """``{"class_name": ..., "config": ...}``, as Keras writes an optimizer."""
-    return {"class_name": type(optimizer).__name__, "config": optimizer.get_config()}
-
-
-def deserialize(config, custom_objects=None):
-    """The optimizer a ``serialize`` dict describes; ``custom_objects`` maps other class names."""
-    name = config.get("class_name")
-    cls = (custom_objects or {}).get(name) or _BY_NAME.get(str(name).lower())
-    if cls is None:
-        raise ValueError(_unknown(name))
-    return cls.from_config(dict(config.get("config", {})), custom_objects)
-
-
-def get(identifier):
-    """An optimizer from a name ("adam", any case), a ``serialize`` dict, or an optimizer."""
-    if isinstance(identifier, Optimizer):
-        return identifier
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if isinstance(identifier, str):
-        cls = _BY_NAME.get(identifier.lower())
-        if cls is None:
-            raise ValueError(_unknown(identifier))
-        return cls()
-    raise ValueError(f"Could not interpret optimizer identifier: {identifier!r}")
-
-
-def _unknown(name):
-    return f"Unknown optimizer {name!r}; known optimizers: {sorted(_BY_NAME)}"
+# Keras's names; "Adam", "RMSprop" ... are the same names folded (tapeflow.serialization).
+# None and functions are not optimizers.
+REGISTRY = Registry("optimizer", {
+    "sgd": SGD, "adam": Adam, "nadam": Nadam, "rmsprop": RMSprop, "adagrad": Adagrad,
+    "newton": Newton,
+}, base=Optimizer, functions=False, none=REFUSE)
+get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize
