@@ -382,7 +382,7 @@ class LearningRates(cbs.Callback):
         self.rates = []
 
     def on_epoch_begin(self, epoch, logs=None):
-        self.rates.append(self.model.optimizer.learning_rate)
+        self.rates.append(float(self.model.optimizer.learning_rate))
 
 
 def test_learning_rate_scheduler_sets_and_logs_the_rate():
@@ -393,7 +393,7 @@ def test_learning_rate_scheduler_sets_and_logs_the_rate():
     history = model.fit(x, y, epochs=4, verbose=0, callbacks=[scheduler, seen])
     assert seen.rates == pytest.approx([0.1, 0.05, 0.025, 0.0125])
     assert history.history["learning_rate"] == pytest.approx([0.1, 0.05, 0.025, 0.0125])
-    assert model.optimizer.learning_rate == pytest.approx(0.0125)
+    assert float(model.optimizer.learning_rate) == pytest.approx(0.0125)
 
 
 def test_learning_rate_scheduler_rate_is_used_by_the_steps():

@@ -114,7 +114,7 @@ def test_mismatched_optimizer_state_fails_before_anything_is_assigned(tmp_path):
     message = single_error(excinfo)
     assert "sequential/dense/kernel/velocity_hat" in message and str(path) in message
     assert_same_weights(before, other.get_weights())  # the weights were not loaded either
-    assert other.optimizer.get_state().keys() == {"iteration"}
+    assert other.optimizer.get_state().keys() == {"iteration", "learning_rate"}
 
 
 # The second process builds an unrelated model first, so every variable name shifts.

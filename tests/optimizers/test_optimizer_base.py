@@ -99,7 +99,8 @@ def test_none_gradients_are_skipped_with_a_warning():
     with pytest.warns(UserWarning, match="b:0"):
         opt.apply_gradients([(tf.constant([1.0]), a), (None, b)])
     assert a.numpy()[0] < 1.0 and b.numpy()[0] == 1.0
-    assert [v.name for v in opt.variables] == ["iteration:0", "a/momentum:0", "a/velocity:0"]
+    assert [v.name for v in opt.variables] == ["iteration:0", "learning_rate:0", "a/momentum:0",
+                                               "a/velocity:0"]
     assert int(opt.iterations) == 1
 
 
@@ -158,10 +159,10 @@ def test_constraints_are_applied_after_the_update():
 
 
 # --- learning rate ---------------------------------------------------------------------------------------
-def test_learning_rate_is_a_settable_float():
+def test_learning_rate_is_a_settable_variable():
     x = tf.Variable(0.0)
     opt = optimizers.SGD(0.5)
-    assert isinstance(opt.learning_rate, float) and opt.learning_rate == 0.5
+    assert isinstance(opt.learning_rate, tf.Variable) and float(opt.learning_rate) == 0.5
     opt.learning_rate = 0.25
     opt.apply_gradients([(tf.constant(1.0), x)])
     assert x.numpy() == pytest.approx(-0.25)
@@ -214,11 +215,11 @@ def test_slot_names_and_variables_order():
     opt = optimizers.Adam(amsgrad=True)
     opt.apply_gradients([(np.ones((2, 3)), w), (np.ones(3), b)])
     assert [v.name for v in opt.variables] == [
-        "iteration:0",
+        "iteration:0", "learning_rate:0",
         "dense/kernel/momentum:0", "dense/kernel/velocity:0", "dense/kernel/velocity_hat:0",
         "dense/bias/momentum:0", "dense/bias/velocity:0", "dense/bias/velocity_hat:0"]
     assert opt.get_slot_names() == ["momentum", "velocity", "velocity_hat"]
-    assert opt.get_slot(w, "velocity") is opt.variables[2]
+    assert opt.get_slot(w, "velocity") is opt.variables[3]
     assert opt.iterations.dtype == tf.int64 and not opt.iterations.trainable
     assert not any(v.trainable for v in opt.variables)
     with pytest.raises(ValueError, match="no slot 'nope'"):
@@ -237,14 +238,16 @@ def test_each_optimizers_state_names(cls, kwargs, slots):
     opt = cls(**kwargs)
     opt.apply_gradients([(tf.constant([1.0]), x)])
     wide = ["u_product"] if cls is optimizers.Nadam else []
-    assert list(opt.get_state()) == ["iteration"] + wide + [f"x/{s}" for s in slots]
+    assert list(opt.get_state()) == ["iteration", "learning_rate"] + wide + \
+        [f"x/{s}" for s in slots]
 
 
 def test_variables_with_the_same_name_get_distinct_state_names():
     a, b = tf.Variable(1.0), tf.Variable(2.0)  # both named "Variable"
     opt = optimizers.SGD(0.1, momentum=0.5)
     opt.apply_gradients([(tf.constant(1.0), a), (tf.constant(1.0), b)])
-    assert list(opt.get_state()) == ["iteration", "Variable/momentum", "Variable_1/momentum"]
+    assert list(opt.get_state()) == ["iteration", "learning_rate", "Variable/momentum",
+                                     "Variable_1/momentum"]
 
 
 def test_state_round_trip_continues_exactly():
@@ -292,7 +295,7 @@ def test_variables_met_later_get_their_slots_then():
     opt = optimizers.RMSprop()
     opt.apply_gradients([(tf.constant(1.0), a)])
     opt.apply_gradients([(tf.constant(1.0), a), (tf.constant(1.0), b)])
-    assert list(opt.get_state()) == ["iteration", "a/velocity", "b/velocity"]
+    assert list(opt.get_state()) == ["iteration", "learning_rate", "a/velocity", "b/velocity"]
 
 
 def test_apply_without_variables_uses_the_built_ones():

@@ -3,6 +3,8 @@
 The references are written from the published update rules, step by step, in
 float64 and without sharing code with tapeflow: on a small least-squares
 problem both sides start from the same point and must agree after every step.
+The rate they step with is the optimizer's: its learning rate is a float32
+Variable, as Keras 3's (``float32_rate``).
 """
 import math
 
@@ -54,7 +56,12 @@ def assert_same_path(got, want, rtol=1e-10, atol=1e-12):
             np.testing.assert_allclose(gp, wp, rtol=rtol, atol=atol, err_msg=f"step {step + 1}")
 
 
+def float32_rate(lr):
+    return float(np.float32(lr))
+
+
 def sgd_reference(lr, momentum=0.0, nesterov=False):
+    lr = float32_rate(lr)
     velocity = [np.zeros_like(W0), np.zeros_like(C0)]
 
     def update(t, grads, params):
@@ -68,6 +75,7 @@ def sgd_reference(lr, momentum=0.0, nesterov=False):
 
 
 def adam_reference(lr, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False):
+    lr = float32_rate(lr)
     m = [np.zeros_like(W0), np.zeros_like(C0)]
     v = [np.zeros_like(W0), np.zeros_like(C0)]
     v_max = [np.zeros_like(W0), np.zeros_like(C0)]
@@ -84,6 +92,7 @@ def adam_reference(lr, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False):
 
 
 def nadam_reference(lr, beta_1=0.9, beta_2=0.999, epsilon=1e-7):
+    lr = float32_rate(lr)
     m = [np.zeros_like(W0), np.zeros_like(C0)]
     v = [np.zeros_like(W0), np.zeros_like(C0)]
     product = [1.0]  # running product of the momentum schedule mu_1 ... mu_t
@@ -103,6 +112,7 @@ def nadam_reference(lr, beta_1=0.9, beta_2=0.999, epsilon=1e-7):
 
 
 def rmsprop_reference(lr, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False):
+    lr = float32_rate(lr)
     ms = [np.zeros_like(W0), np.zeros_like(C0)]
     mg = [np.zeros_like(W0), np.zeros_like(C0)]
     mom = [np.zeros_like(W0), np.zeros_like(C0)]
@@ -121,6 +131,7 @@ def rmsprop_reference(lr, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False):
 
 
 def adagrad_reference(lr, initial_accumulator_value=0.1, epsilon=1e-7):
+    lr = float32_rate(lr)
     acc = [np.full_like(W0, initial_accumulator_value), np.full_like(C0, initial_accumulator_value)]
 
     def update(t, grads, params):
@@ -168,9 +179,9 @@ def test_float32_variables_stay_float32_and_follow_the_reference(case):
 
 
 def test_keras_default_hyperparameters():
-    assert tf.optimizers.SGD().learning_rate == pytest.approx(0.01)
+    assert float(tf.optimizers.SGD().learning_rate) == pytest.approx(0.01)
     for cls in (tf.optimizers.Adam, tf.optimizers.Nadam, tf.optimizers.RMSprop, tf.optimizers.Adagrad):
-        assert cls().learning_rate == pytest.approx(0.001)
+        assert float(cls().learning_rate) == pytest.approx(0.001)
     adam = tf.optimizers.Adam()
     assert (adam.beta_1, adam.beta_2, adam.epsilon, adam.amsgrad) == (0.9, 0.999, 1e-7, False)
     rms = tf.optimizers.RMSprop()

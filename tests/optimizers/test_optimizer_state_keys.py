@@ -46,7 +46,7 @@ def assert_same_state(a, b):
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
 
 
-ADAM_KEYS = ["iteration"] + [f"sequential/{layer}/{w}/{slot}" for layer in ("dense", "dense_1")
+ADAM_KEYS = ["iteration", "learning_rate"] + [f"sequential/{layer}/{w}/{slot}" for layer in ("dense", "dense_1")
                              for w in ("kernel", "bias") for slot in ("momentum", "velocity")]
 
 
@@ -67,7 +67,7 @@ def test_named_layers_keep_their_names_in_the_keys():
     model.compile(optimizer=optimizers.SGD(0.1, momentum=0.9), loss="mse")
     train(model, 1)
     assert list(model.optimizer.get_state()) == [
-        "iteration", "regressor/hidden/kernel/momentum", "regressor/hidden/bias/momentum",
+        "iteration", "learning_rate", "regressor/hidden/kernel/momentum", "regressor/hidden/bias/momentum",
         "regressor/head/kernel/momentum", "regressor/head/bias/momentum"]
 
 
@@ -121,7 +121,7 @@ def test_a_slot_for_a_variable_the_model_lacks_is_named_and_nothing_is_assigned(
     fresh = net()  # unbuilt: still checked before any slot is made
     with pytest.raises(ValueError, match="sequential/dense_2/kernel/momentum"):
         fresh.optimizer.set_state(state)
-    assert fresh.optimizer.get_state().keys() == {"iteration"}
+    assert fresh.optimizer.get_state().keys() == {"iteration", "learning_rate"}
 
 
 def test_a_shape_mismatch_is_named_and_nothing_is_assigned():
@@ -148,7 +148,7 @@ def test_a_failed_set_state_takes_back_the_slots_it_made():
     second = net(optimizers.Nadam(0.02))
     with pytest.raises(ValueError, match="sequential/dense/kernel/momentum"):
         second.optimizer.set_state(state)
-    assert not second.optimizer.built and second.optimizer.get_state().keys() == {"iteration"}
+    assert not second.optimizer.built and second.optimizer.get_state().keys() == {"iteration", "learning_rate"}
     train(second, 1)  # builds as if set_state had never been called
     assert list(second.optimizer.get_state()) == list(state)
 
@@ -175,10 +175,10 @@ def test_an_optimizer_compiled_after_it_was_built_is_keyed_by_the_model():
     model = net()
     opt = optimizers.SGD(0.1, momentum=0.9)
     opt.build(model.trainable_variables)
-    assert list(opt.get_state())[1] == model.weights[0].path + "/momentum"  # names until compiled
+    assert list(opt.get_state())[2] == model.weights[0].path + "/momentum"  # names until compiled
     model.compile(optimizer=opt, loss="mse")
-    assert list(opt.get_state())[1] == "sequential/dense/kernel/momentum"
-    assert opt.variables[1].path == "sequential/dense/kernel/momentum"
+    assert list(opt.get_state())[2] == "sequential/dense/kernel/momentum"
+    assert opt.variables[2].path == "sequential/dense/kernel/momentum"
 
 
 def test_bare_variables_are_keyed_by_their_names():
@@ -189,7 +189,8 @@ def test_bare_variables_are_keyed_by_their_names():
     first = optimizers.Adam(0.1)
     first.apply_gradients(zip([np.ones((2, 2)), 1.0], first_vars))
     state = first.get_state()
-    assert list(state) == ["iteration", "w/momentum", "w/velocity", "b/momentum", "b/velocity"]
+    assert list(state) == ["iteration", "learning_rate", "w/momentum", "w/velocity", "b/momentum",
+                           "b/velocity"]
     second = optimizers.Adam(0.1)
     second.build(second_vars)
     second.set_state(state)

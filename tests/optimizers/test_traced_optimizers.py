@@ -100,7 +100,8 @@ def test_the_whole_step_is_in_one_graph(name, op):
     assigned = {graph.variables[e.attrs["variable"]].path for e in graph.eqns
                 if e.op.name == "AssignVariableOp"}
     assert {"w", "b", "iteration"} <= assigned
-    assert all(s.path in assigned for s in p.optimizer.variables)  # every slot moves in the graph
+    slots = [s for s in p.optimizer.variables if s.path != "learning_rate"]  # read, not moved
+    assert all(s.path in assigned for s in slots)  # every slot moves in the graph
 
 
 def test_a_replay_reads_the_learning_rate_set_after_tracing():

@@ -8,9 +8,9 @@ schedule of ``iterations``), calls ``update_step`` once per variable, applies
 variable constraints and counts the step.
 
 A step is made of ops, so that a ``tf.function`` around a training step traces
-it whole: the learning rate is a float64 tensor (a float rate's Variable, or a
-schedule evaluated with ops on ``iterations``), clipping and weight decay are
-ops, and each optimizer's per-variable update is one registered primitive
+it whole: the learning rate is a scalar tensor (a float rate's float32 Variable,
+or a schedule evaluated with ops on ``iterations`` in float64), clipping and weight
+decay are ops, and each optimizer's per-variable update is one registered primitive
 (``ApplyAdam``, ...) whose kernel is the fast array code: a pure function of the
 variable, its slots, the gradient, the rate and (where the formula depends on
 the step) the ``iterations`` tensor, returning their new values.  Step-dependent
@@ -27,6 +27,10 @@ State (``variables``, ``get_state``) is named, not numbered, so a checkpoint
 can key it by name:
 
 * ``"iteration"``: the step counter (int64);
+* ``"learning_rate"``: a float rate's Variable (float32, as Keras 3's).  ``learning_rate``
+  is that Variable: ``assign`` it (or set the property) and the next step uses the
+  new rate, a traced step too, with no new trace; checkpoints carry it.  A schedule
+  has no such variable: its position is ``iterations``;
 * optimizer-wide variables by their own name (Nadam's ``"u_product"``);
 * ``"<variable key>/<slot>"`` for each slot.  A model's optimizer (one given to
   ``Model.compile``) keys a model variable by the model's structure, with the
@@ -113,10 +117,11 @@ class Optimizer:
         self.clipvalue = None if clipvalue is None else float(clipvalue)
         self.global_clipnorm = None if global_clipnorm is None else float(global_clipnorm)
         self.weight_decay = None if weight_decay is None else float(weight_decay)
-        self._learning_rate = _checked_learning_rate(learning_rate)
-        self._lr_variable = None  # a float rate's Variable, read by (traced) steps; not state
+        rate = _checked_learning_rate(learning_rate)
         self._iterations = Variable(0, trainable=False, name="iteration", dtype="int64")
         self._state = {"iteration": self._iterations}  # every optimizer variable by key, in order
+        # a float rate's Variable (state "learning_rate"), or a schedule / callable
+        self._learning_rate = self._rate_variable(rate) if rate.__class__ is float else rate
         self._keyed_by = None  # () -> [(key, variable), ...]: the structure of the model trained
         self._keys = {}        # id of a model variable -> its key in this optimizer's state
         self._taken_keys = set()
@@ -141,9 +146,10 @@ class Optimizer:
 
     def update_step(self, gradient, variable, learning_rate):
         """Update one variable: ``gradient`` is a tensor of the variable's shape and dtype,
-        ``learning_rate`` a float64 scalar tensor.  Compute the new values with ops (the
-        built-in optimizers run one primitive with ``self._apply_update``) and store them
-        with ``variable.assign`` (or ``self._store``), so that the step can be traced."""
+        ``learning_rate`` a scalar tensor (a float rate's float32 Variable, or a schedule's
+        float64 value).  Compute the new values with ops (the built-in optimizers run one
+        primitive with ``self._apply_update``) and store them with ``variable.assign`` (or
+        ``self._store``), so that the step can be traced."""
         raise NotImplementedError(f"{type(self).__name__} must implement update_step(gradient, "
                                   "variable, learning_rate), or override minimize.")
 
@@ -251,6 +257,8 @@ class Optimizer:
 
     def set_state(self, state):
         """Load ``get_state()``'s dict: the same keys, shapes as this optimizer's state.
+        ``"learning_rate"`` may be missing (state saved before the rate was state: the rate
+        stays) or extra (this optimizer follows a schedule, whose position is ``iterations``).
 
         Everything is checked before anything is assigned; an error names the keys
         that do not match.  A model's optimizer makes the slots of model variables
@@ -266,8 +274,8 @@ class Optimizer:
         here for the state's model variables are taken back if the check fails."""
         with self._undone_on_error():
             self._build_from_keys(state)
-            missing = [k for k in self._state if k not in state]
-            unknown = [k for k in state if k not in self._state]
+            missing = [k for k in self._state if k not in state and k != "learning_rate"]
+            unknown = [k for k in state if k not in self._state and k != "learning_rate"]
             if unknown or missing:
                 parts = [f"{what} {keys}" for what, keys in
                          (("unknown names", unknown), ("missing names", missing)) if keys]
@@ -283,6 +291,8 @@ class Optimizer:
                                  f"{', '.join(parts)}.{hint}")
             plan = []
             for key, target in self._state.items():
+                if key not in state:  # the learning rate, from state saved without it
+                    continue
                 value = numpy.asarray(backend.to_host(state[key]))
                 if value.shape != target._value.shape:
                     raise ValueError(f"Optimizer state '{key}' has shape "
@@ -317,39 +327,50 @@ class Optimizer:
     # --- the learning rate -----------------------------------------------------------
     @property
     def learning_rate(self):
-        """The learning rate the next step will use, as a Python float."""
+        """A float rate's Variable (``assign`` it, or set this property; ``float()`` reads
+        it).  With a schedule or a callable: the rate the next step will use, a float."""
+        lr = self._learning_rate
+        if lr.__class__ is Variable:
+            return lr
         return self._current_learning_rate(int(self._iterations._value))
 
     @learning_rate.setter
     def learning_rate(self, value):
         value = _checked_learning_rate(value)
-        if isinstance(value, float) and isinstance(self._learning_rate, schedules.LearningRateSchedule):
+        if value.__class__ is not float:
+            self._learning_rate = value  # a schedule or a callable
+        elif isinstance(self._learning_rate, schedules.LearningRateSchedule):
             raise TypeError("This optimizer was created with a LearningRateSchedule as its "
                             "learning_rate, so its learning rate is not settable to a number; "
                             "set a new schedule, or create it with a float learning_rate.")
-        self._learning_rate = value
-        if isinstance(value, float) and self._lr_variable is not None:
-            self._lr_variable.assign(numpy.float64(value))  # what traced steps read
+        else:
+            self._learning_rate = self._rate_variable(value)
+
+    def _rate_variable(self, rate):
+        """The float rate's Variable, state ``"learning_rate"``, made once and assigned ``rate``."""
+        variable = self._state.get("learning_rate")
+        if variable is None:
+            variable = self._state["learning_rate"] = Variable(
+                numpy.float32(rate), trainable=False, name="learning_rate", dtype="float32")
+        else:
+            variable.assign(numpy.float32(rate))
+        return variable
 
     def _current_learning_rate(self, step):
         lr = self._learning_rate
-        if lr.__class__ is float:
-            return lr
+        if lr.__class__ is Variable:
+            return float(lr._value)
         if isinstance(lr, schedules.LearningRateSchedule):
             return float(lr(step))
         return float(lr())  # a callable of no arguments, as in Keras
 
     def _learning_rate_tensor(self, iterations):
-        """The rate of the step about to be taken, as a float64 scalar tensor computed from
-        the ``iterations`` tensor: a float rate is read from a Variable (so setting
-        ``learning_rate`` reaches a traced step too), a schedule is evaluated on the step."""
+        """The rate of the step about to be taken, as a scalar tensor: a float rate's Variable
+        itself (so an assigned rate reaches a traced step, which reads it when it runs), or
+        a schedule evaluated with ops on the ``iterations`` tensor (float64)."""
         lr = self._learning_rate
-        if lr.__class__ is float:
-            variable = self._lr_variable
-            if variable is None:
-                variable = self._lr_variable = Variable(
-                    numpy.float64(lr), trainable=False, name="learning_rate", dtype="float64")
-            return variable
+        if lr.__class__ is Variable:
+            return lr
         if isinstance(lr, schedules.LearningRateSchedule):
             value = schedules.evaluate(lr, cast(iterations, "float64"))
         else:
@@ -483,13 +504,13 @@ class Optimizer:
         return grads
 
     def _apply_weight_decay(self, variables, lr):
-        keep = 1.0 - lr * self.weight_decay
-        kept = {}
+        kept = {}  # 1 - lr * weight_decay, in each variable dtype met
         for v in variables:
             if self._decays_weight(v):
                 dtype = v._value.dtype
                 if dtype not in kept:
-                    kept[dtype] = keep if dtype == keep._value.dtype else cast(keep, dtype)
+                    rate = lr if dtype == lr._value.dtype else cast(lr, dtype)
+                    kept[dtype] = 1.0 - rate * self.weight_decay
                 self._store(v, multiply(v, kept[dtype]))
 
     def _key_of(self, variable, structure=None):
@@ -535,10 +556,14 @@ class Optimizer:
 
     # --- config ----------------------------------------------------------------------------------
     def get_config(self):
-        """The constructor's arguments (subclasses add theirs); no state.  A schedule is
-        written as ``schedules.serialize`` writes it; a plain callable is kept as is."""
+        """The constructor's arguments (subclasses add theirs); no state.  A float rate is
+        its Variable's current value, as the shortest decimal that rounds to it (0.01, not
+        0.009999999776); a schedule is written as ``schedules.serialize`` writes it; a plain
+        callable is kept as is."""
         lr = self._learning_rate
-        if isinstance(lr, schedules.LearningRateSchedule):
+        if lr.__class__ is Variable:
+            lr = float(str(numpy.float32(backend.to_host(lr._value))))
+        elif isinstance(lr, schedules.LearningRateSchedule):
             lr = schedules.serialize(lr)
         return {"name": self.name, "learning_rate": lr, "weight_decay": self.weight_decay,
                 "clipnorm": self.clipnorm, "global_clipnorm": self.global_clipnorm,
