@@ -180,7 +180,7 @@ def metrics_from_config(names, where, y=None):
 
 def _optimizer(config, where):
     try:
-        cls = type(optimizers.get(config.name))
+        cls = optimizers.REGISTRY.lookup(config.name)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"{where}: optimizer.name: {e}") from None
     kwargs = dict(config.options)
