@@ -15,7 +15,7 @@ from ..saving.keras_saving import load_model
 from .build import loss_from_config, metrics_from_config
 from .config import RunConfig, dump_yaml
 from .data import load_data
-from .errors import CheckpointError, DataError
+from .errors import CheckpointError, DataError, UserError
 
 __all__ = ["load_checkpoint_model", "evaluate_checkpoint", "predict_csv", "describe_checkpoint"]
 
@@ -96,18 +96,50 @@ def predict_csv(ckpt, input_path, output_path):
     targets = ckpt.training.get("target_names")
     if not isinstance(names, list) or not isinstance(targets, list):
         raise CheckpointError(f"{ckpt.path}: the checkpoint does not name its feature columns")
+    output_path = os.fspath(output_path)
+    check_output(output_path, {"the --input file": input_path, "the checkpoint": ckpt.path})
     x = read_features(input_path, names)
     model = load_checkpoint_model(ckpt)
     y = np.asarray(model.predict(x.astype(np.float32), batch_size=1024))
     y = y.reshape(len(x), -1)
-    tmp = os.fspath(output_path) + ".tmp"
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(targets if len(targets) == y.shape[1] else
-                        [f"output_{i}" for i in range(y.shape[1])])
-        writer.writerows([[repr(float(v)) for v in row] for row in y])
-    os.replace(tmp, output_path)
+    header = targets if len(targets) == y.shape[1] else [f"output_{i}" for i in range(y.shape[1])]
+    write_csv(output_path, header, [[repr(float(v)) for v in row] for row in y])
     return y
+
+
+def check_output(path, keep):
+    """Refuse an output path that is a directory, lies in no directory, or is one of the files
+    in ``keep`` ({what: path}): nothing the user gave is overwritten by mistake."""
+    if os.path.isdir(path):
+        raise UserError(f"--output {path} is a directory; give a file name, e.g. "
+                        f"{os.path.join(path, 'predictions.csv')}")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UserError(f"--output {path}: the directory {parent} does not exist")
+    for what, other in keep.items():
+        try:
+            same = os.path.samefile(path, other)
+        except OSError:  # one of them does not exist
+            same = False
+        if same:
+            raise UserError(f"--output {path} is {what}; write the predictions to another file "
+                            f"(nothing was overwritten)")
+
+
+def write_csv(path, header, rows):
+    """Write a CSV file atomically: a new temporary file beside it, then a rename."""
+    directory, name = os.path.split(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "x", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(header)
+            writer.writerows(rows)
+        os.replace(tmp, path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise UserError(f"--output {path}: cannot write it ({e})") from None
 
 
 def describe_checkpoint(ckpt):
