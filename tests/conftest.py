@@ -9,6 +9,8 @@ matplotlib.use("Agg")
 _DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scikit_learn_data"
 if _DATA.is_dir():
     os.environ.setdefault("SCIKIT_LEARN_DATA", str(_DATA))
+if os.environ.get("SCIKIT_LEARN_DATA"):  # absolute, for commands run from other directories
+    os.environ["SCIKIT_LEARN_DATA"] = os.path.abspath(os.environ["SCIKIT_LEARN_DATA"])
 
 # CI runs the property-based tests on a fixed sequence of examples, so a submission's result
 # does not depend on the draw; on a developer's machine they explore new examples each run.

@@ -18,8 +18,6 @@ USER_ERROR = 2
 
 
 def _cmd_train(args):
-    import numpy as np
-
     from .training.config import dump_yaml, load_config
     from .training.run import train
 
@@ -31,11 +29,8 @@ def _cmd_train(args):
     if args.print_config:
         print(dump_yaml(load_config(args.config, overrides).resolved()), end="")
         return 0
-    # A loss that turns NaN stops the run with one message naming the epoch and step: numpy's
-    # overflow warnings on the way there would only bury it.
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        train(args.config, output=args.output, resume=args.resume, overrides=overrides,
-              allow_builder=args.allow_builder)
+    train(args.config, output=args.output, resume=args.resume, overrides=overrides,
+          allow_builder=args.allow_builder)
     return 0
 
 

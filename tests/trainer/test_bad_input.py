@@ -241,9 +241,6 @@ def test_training_into_an_existing_run_is_refused(trained):
     assert tree_digest(run) == before
 
 
-@pytest.mark.xfail(strict=True, reason="run.py's _refuse_existing_run looks only for "
-                   "config.yaml and epoch checkpoints: a directory holding a model.h5 or "
-                   "history.csv of its own is written over")
 def test_training_into_a_directory_holding_a_model_h5_keeps_it(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "model.h5").write_bytes(b"a model saved by someone else")
@@ -251,8 +248,8 @@ def test_training_into_a_directory_holding_a_model_h5_keeps_it(tmp_path):
     before = tree_digest(tmp_path / "out")
     write_config(tmp_path / "small.yaml", small_config(training={"epochs": 1}))
     result = tapeflow("train", "small.yaml", "--output", "out", cwd=tmp_path)
-    assert tree_digest(tmp_path / "out").items() >= before.items(), result.stdout
-    assert_refused(result, "model.h5")
+    assert tree_digest(tmp_path / "out") == before, result.stdout
+    assert_refused(result, "already holds files", "nothing was overwritten")
 
 
 @pytest.mark.parametrize("directory", ["empty", "missing"])

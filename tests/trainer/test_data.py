@@ -72,7 +72,8 @@ def test_no_validation_part_and_the_fingerprint(tmp_path):
 def test_a_failed_download_is_a_data_error(tmp_path, monkeypatch):
     def offline():
         raise urllib.error.URLError("no network")
-    monkeypatch.setattr(data_module, "fetch_california_housing", offline)
+    import sklearn.datasets
+    monkeypatch.setattr(sklearn.datasets, "fetch_california_housing", offline)
     message = data_error(tmp_path, source="california_housing")
     assert "no network" in message and "SCIKIT_LEARN_DATA" in message
 

@@ -175,8 +175,7 @@ def _as_damaged(path, error):
     text = str(error)
     if text.startswith(str(path)):
         text = text[len(str(path)):].lstrip(": ")
-    return (f"{path}: not a usable checkpoint: {text}. If the run was interrupted, resume "
-            f"from an earlier checkpoint in its directory.")
+    return f"{path} is not a usable checkpoint ({text})"
 
 
 def restore_model(model, ckpt):

@@ -32,8 +32,6 @@ from typing import Annotated, Literal, Optional, Union
 
 import numpy as np
 from pydantic import Field, model_validator
-from sklearn.datasets import fetch_california_housing
-from sklearn.model_selection import train_test_split
 
 from .errors import DataError
 from .section import Section
@@ -112,6 +110,8 @@ def load_data(config: DataConfig, base_dir: Union[str, os.PathLike]) -> Dataset:
         read = _read_csv if isinstance(config, CsvData) else _read_npz
         name = config.path
         x, y, features, targets = read(config, path, name)
+    from sklearn.model_selection import train_test_split  # imported only to load data
+
     split = config.split
     _check_sizes(name, len(x), split)
     x, y = x.astype(config.dtype), y.astype(config.dtype)
@@ -130,6 +130,8 @@ def load_data(config: DataConfig, base_dir: Union[str, os.PathLike]) -> Dataset:
 
 
 def _read_housing():
+    from sklearn.datasets import fetch_california_housing
+
     try:
         housing = fetch_california_housing()
     except OSError as e:

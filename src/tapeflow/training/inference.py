@@ -188,7 +188,8 @@ def custom_gradient_names(document):
         if isinstance(value, dict):
             if value.get("op") == "IdentityN" and isinstance(value.get("attrs"), dict):
                 grad = value["attrs"].get("grad")
-                name = grad.get("name") if isinstance(grad, dict) else None
+                graph = grad.get("$graph") if isinstance(grad, dict) else None
+                name = graph.get("name") if isinstance(graph, dict) else None
                 found.append(name if isinstance(name, str) else "custom_gradient")
             for v in value.values():
                 walk(v)

@@ -137,9 +137,14 @@ def check_device(device):
 
 
 def _refuse_existing_run(run_dir):
-    if os.path.exists(os.path.join(run_dir, CONFIG_NAME)) or ckpt_io.epoch_checkpoints(run_dir):
-        raise UserError(f"{run_dir} already holds a run; continue it with --resume, or choose "
-                        f"another --output (nothing was overwritten)")
+    """A new run goes into a new or empty directory: it never writes over files already there."""
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise UserError(f"--output {run_dir} is a file; give a directory for the run")
+    if os.path.isdir(run_dir) and os.listdir(run_dir):
+        held = "a run; continue it with --resume, or" \
+            if os.path.exists(os.path.join(run_dir, CONFIG_NAME)) else "files;"
+        raise UserError(f"{run_dir} already holds {held} choose another --output (nothing "
+                        f"was overwritten)")
 
 
 def _resume_point(run_dir, cfg, where):
@@ -264,10 +269,13 @@ class _Trainer:
         if self.verbose and progress != "none":
             callbacks.append(_Progress(2 if progress == "lines" else 1, self.stream,
                                        force_bar=progress == "bar"))
-        self.model.fit(self.data.x_train, self.data.y_train, batch_size=batch_size,
-                       epochs=cfg.epochs, initial_epoch=self.epoch, shuffle=cfg.shuffle,
-                       validation_data=validation, validation_freq=cfg.validation.every,
-                       callbacks=callbacks, verbose=0)
+        # A loss that turns NaN stops the run with one message naming the epoch and step:
+        # numpy's overflow warnings on the way there would only bury it.
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            self.model.fit(self.data.x_train, self.data.y_train, batch_size=batch_size,
+                           epochs=cfg.epochs, initial_epoch=self.epoch, shuffle=cfg.shuffle,
+                           validation_data=validation, validation_freq=cfg.validation.every,
+                           callbacks=callbacks, verbose=0)
         if self.nan_at is not None:
             epoch, step, value = self.nan_at
             last = ckpt_io.epoch_checkpoints(self.run_dir)
