@@ -19,8 +19,8 @@ def test_default_checkpoint_is_the_whole_model(tmp_path):
     assert type(loaded).__name__ == "Sequential"
     np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
     assert int(loaded.optimizer.iterations.numpy()) == int(model.optimizer.iterations.numpy())
-    # load_weights reads a whole-model file too (Keras 3 does)
-    fresh = small_model(seed=99)
+    # load_weights reads a whole-model file too (Keras 3 does), optimizer state included
+    fresh = small_model(seed=99, optimizer=tf.keras.optimizers.Adam(0.01))
     fresh.load_weights(path)
     np.testing.assert_array_equal(fresh.predict(x, verbose=0), model.predict(x, verbose=0))
 

@@ -495,3 +495,14 @@ def test_a_pickle_in_an_array_dataset_is_never_unpickled(run_copy, kind):
     result = tapeflow("evaluate", "run/pickled.h5", cwd=base)  # (every command reads it all)
     assert_refused(result, "pickled.h5", "model/dense/kernel")
     assert not marker.exists()
+
+
+def test_evaluate_after_the_data_file_lost_a_feature_column(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(200, 3)).round(3).tolist()
+    write_csv(tmp_path / "d.csv", ["a", "b", "y"], rows)
+    write_config(tmp_path / "c.yaml", csv_config("d.csv") | {"training": {"epochs": 1}})
+    assert tapeflow("train", "c.yaml", "--output", "run", cwd=tmp_path).returncode == 0
+    write_csv(tmp_path / "d.csv", ["a", "y"], [[r[0], r[2]] for r in rows])
+    result = tapeflow("evaluate", "run", cwd=tmp_path)
+    assert_refused(result, "the model was trained on ['a', 'b']", "now have the features ['a']")

@@ -8,6 +8,7 @@ is imported or run.
 """
 import csv
 import os
+import warnings
 
 import numpy as np
 
@@ -38,6 +39,13 @@ def evaluate_checkpoint(ckpt, split="test"):
     """``{loss, metric...}`` of the checkpoint's model on its run's ``split`` of the data."""
     cfg = run_config(ckpt)
     dataset = load_data(cfg.data, ckpt.training.get("data_dir", "."))
+    if list(dataset.feature_names) != ckpt.training.get("feature_names"):
+        raise DataError(f"the run's data now have the features {list(dataset.feature_names)}, "
+                        f"but the model was trained on {ckpt.training.get('feature_names')}")
+    if dataset.fingerprint != ckpt.training.get("data_fingerprint"):
+        warnings.warn(f"the run's data changed since {ckpt.path} was written (their "
+                      f"fingerprints differ): the metrics are on the data as they are now",
+                      stacklevel=2)
     x, y = {"test": (dataset.x_test, dataset.y_test), "train": (dataset.x_train, dataset.y_train),
             "valid": (dataset.x_valid, dataset.y_valid)}[split]
     if x is None:
