@@ -155,7 +155,7 @@ def test_csv_nan_and_inf_name_the_column_and_first_row(tmp_path):
         rows[i][1] = "nan" if i != 9 else ""  # an empty cell is a missing value
     write_csv(tmp_path / "data.csv", ["x1", "x2", "t"], rows)
     assert data_error(tmp_path, source="csv", path="data.csv", targets=["t"]) == (
-        "data.csv: 3 NaN values in column 'x2' (first at row 5); clean or impute them before training")
+        "data.csv: 3 NaN values in column 'x2' (first at row 5); clean or impute them first")
     rows = TABLE.tolist()
     rows[0][2] = "inf"
     write_csv(tmp_path / "inf.csv", ["x1", "x2", "t"], rows)

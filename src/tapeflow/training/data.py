@@ -37,7 +37,7 @@ from .errors import DataError
 from .section import Section
 
 __all__ = ["SplitConfig", "DataSource", "CaliforniaHousingData", "CsvData", "NpzData",
-           "DataConfig", "Dataset", "load_data"]
+           "DataConfig", "Dataset", "load_data", "read_csv_rows", "csv_columns"]
 
 
 class SplitConfig(Section):
@@ -145,15 +145,29 @@ def _read_housing():
 
 
 def _read_csv(config, path, name):
+    header, rows, row_numbers = read_csv_rows(path, name, config.delimiter)
+    for key in ("targets", "features"):
+        _require_columns(name, header, getattr(config, key) or [], key)
+    features = config.features or [c for c in header if c not in config.targets]
+    if not features:
+        raise DataError(f"{name}: no feature columns are left once the targets are taken out")
+    table = csv_columns(name, header, rows, row_numbers, features + config.targets)
+    return table[:, :len(features)], table[:, len(features):], features, config.targets
+
+
+def read_csv_rows(path, name, delimiter=","):
+    """``(header, rows, row numbers)`` of a CSV file with a header row, its shape checked."""
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.reader(f, delimiter=config.delimiter, skipinitialspace=True)
+            reader = csv.reader(f, delimiter=delimiter, skipinitialspace=True)
             header = [c.strip() for c in next(reader, [])]
             rows, row_numbers = [], []
             for row in reader:
                 if row:  # a blank line is not a row of data
                     rows.append(row)
                     row_numbers.append(reader.line_num)
+    except FileNotFoundError:
+        raise DataError(f"{name}: no such file") from None
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise DataError(f"{name}: cannot read it as a CSV file ({e})") from None
     if not header:
@@ -166,24 +180,28 @@ def _read_csv(config, path, name):
     for row, number in zip(rows, row_numbers):
         if len(row) != len(header):
             raise DataError(f"{name}: row {number} has {len(row)} cells, the header has {len(header)}")
-    for key in ("targets", "features"):
-        for column in getattr(config, key) or []:
-            if column not in header:
-                close = difflib.get_close_matches(column, header, n=3)
-                hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
-                raise DataError(f"{name}: {key} names column {column!r}, which is not in the "
-                                f"header ({', '.join(header)}){hint}")
-    features = config.features or [c for c in header if c not in config.targets]
-    if not features:
-        raise DataError(f"{name}: no feature columns are left once the targets are taken out")
-    columns = features + config.targets
+    return header, rows, row_numbers
+
+
+def _require_columns(name, header, columns, key):
+    for column in columns:
+        if column not in header:
+            close = difflib.get_close_matches(column, header, n=3)
+            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+            raise DataError(f"{name}: {key} names column {column!r}, which is not in the "
+                            f"header ({', '.join(header)}){hint}")
+
+
+def csv_columns(name, header, rows, row_numbers, columns):
+    """The named columns of ``read_csv_rows``'s rows as one float64 array, every cell a
+    finite number (else a DataError naming its row and column)."""
     table = np.empty((len(rows), len(columns)))
     for j, column in enumerate(columns):
         k = header.index(column)
         for i, row in enumerate(rows):
             table[i, j] = _number(row[k], name, row_numbers[i], column)
     _check_finite(name, table, columns, np.array(row_numbers))
-    return table[:, :len(features)], table[:, len(features):], features, config.targets
+    return table
 
 
 def _number(cell, name, row, column):
@@ -242,7 +260,7 @@ def _check_finite(name, table, columns, row_numbers):
     what = "NaN" if not inf else "infinite" if not nan else "NaN or infinite"
     first = row_numbers[bad[:, j].argmax()]
     raise DataError(f"{name}: {nan + inf} {what} values in column {columns[j]!r} (first at row "
-                    f"{first}); clean or impute them before training")
+                    f"{first}); clean or impute them first")
 
 
 def _check_sizes(name, rows, split):

@@ -15,7 +15,7 @@ import numpy as np
 from ..saving.keras_saving import load_model
 from .build import loss_from_config, metrics_from_config
 from .config import RunConfig, dump_yaml
-from .data import load_data
+from .data import csv_columns, load_data, read_csv_rows
 from .errors import CheckpointError, DataError, UserError
 
 __all__ = ["load_checkpoint_model", "evaluate_checkpoint", "predict_csv", "describe_checkpoint"]
@@ -61,41 +61,15 @@ def evaluate_checkpoint(ckpt, split="test"):
 
 
 def read_features(path, feature_names):
-    """The feature columns of a CSV file with a header row, in the model's order."""
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.reader(f))
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise DataError(f"{path}: cannot read it ({e})") from None
-    if not rows or not rows[0]:
-        raise DataError(f"{path}: empty; expected a header row naming the feature columns "
-                        f"({', '.join(feature_names)})")
-    header = [h.strip() for h in rows[0]]
+    """The feature columns of a CSV file with a header row, in the model's order (columns are
+    found by name; others are ignored)."""
+    name = os.fspath(path)
+    header, rows, row_numbers = read_csv_rows(path, name)
     missing = [n for n in feature_names if n not in header]
     if missing:
-        raise DataError(f"{path}: the model takes {len(feature_names)} features "
+        raise DataError(f"{name}: the model takes {len(feature_names)} features "
                         f"({', '.join(feature_names)}); the header lacks {', '.join(missing)}")
-    columns = [header.index(n) for n in feature_names]
-    x = np.empty((len(rows) - 1, len(columns)), np.float64)
-    for r, row in enumerate(rows[1:]):
-        if len(row) != len(header):
-            raise DataError(f"{path}: row {r + 2} has {len(row)} cells, the header {len(header)}")
-        for j, c in enumerate(columns):
-            try:
-                x[r, j] = float(row[c])
-            except ValueError:
-                raise DataError(f"{path}: row {r + 2}, column '{header[c]}': {row[c]!r} is not "
-                                f"a number") from None
-    if len(x) == 0:
-        raise DataError(f"{path}: no rows after the header")
-    bad = ~np.isfinite(x)
-    if bad.any():
-        r, j = np.argwhere(bad)[0]
-        raise DataError(f"{path}: row {r + 2}, column '{feature_names[j]}' is {x[r, j]}; clean "
-                        f"or impute missing values before predicting")
-    return x
+    return csv_columns(name, header, rows, row_numbers, list(feature_names))
 
 
 def predict_csv(ckpt, input_path, output_path):
