@@ -159,6 +159,9 @@ class Model(Layer):
                         (v, v._value) for v in self.non_trainable_variables])
                 return loss
             extra = {}
+            if getattr(self.optimizer, "needs_gauss_newton", False):
+                # the loss as a function of the outputs, for a Gauss-Newton matrix J^T H J
+                extra["gauss_newton"] = self._output_loss(x, y, sample_weight, seen)
             subset = _hessian_subset(self.optimizer, x)
             if subset is not None:  # curvature from a random part of the batch
                 def hessian_loss():
@@ -169,6 +172,8 @@ class Model(Layer):
             self.optimizer.minimize(loss_fn, variables, **extra)
             for v, value in seen["state"]:
                 v._replace_value(value)
+            if "loss" not in seen:  # only the outputs were asked for (Levenberg-Marquardt)
+                seen["loss"] = self.compute_loss(x, y, seen["y_pred"], sample_weight)
             loss, y_pred = seen["loss"], seen["y_pred"]
         else:
             with GradientTape() as tape:
@@ -176,6 +181,34 @@ class Model(Layer):
             grads = tape.gradient(loss, variables)
             self.optimizer.apply_gradients(zip(grads, variables))
         return self.compute_metrics(x, y, y_pred, sample_weight, loss)
+
+    def _output_loss(self, x, y, sample_weight, seen):
+        """The compiled loss as an ``optimizers.OutputLoss`` of the outputs on this batch,
+        replaying the step's random draws as ``train_step``'s ``loss_fn`` does; refused, with
+        one message, where the Gauss-Newton matrix would not be this loss's."""
+        who = type(self.optimizer).__name__
+        if self.input_gradient is not None:
+            raise ValueError(f"{who} takes Gauss-Newton steps on the loss of the model's "
+                             "outputs; an input-gradient penalty is not one (compile without "
+                             "input_gradient, or use Newton or a first-order optimizer)")
+        optimizers_module.check_supported_loss(self.loss, who)
+
+        def outputs_fn():
+            random_ops.restore_state(seen["random"])
+            y_pred = self(x, training=True)
+            if self.losses:
+                raise ValueError(f"{who} takes Gauss-Newton steps on the compiled loss of the "
+                                 f"outputs; this model adds {len(self.losses)} regularization "
+                                 "loss(es), which it cannot see (remove the regularizers, or "
+                                 "use Newton or a first-order optimizer)")
+            if "y_pred" not in seen:
+                seen.update(y_pred=y_pred, state=[(v, v._value)
+                                                  for v in self.non_trainable_variables])
+            return y_pred
+
+        def loss_of_outputs(y_pred):
+            return self.loss(y, y_pred, sample_weight=sample_weight)
+        return optimizers_module.OutputLoss(outputs_fn, loss_of_outputs)
 
     def test_step(self, data):
         x, y, sample_weight = _unpack(data)

@@ -9,6 +9,8 @@ from . import schedules
 from .adagrad import Adagrad
 from .adam import Adam
 from .base import Optimizer
+from .gauss_newton import OutputLoss, check_supported_loss
+from .levenberg_marquardt import LevenbergMarquardt
 from .nadam import Nadam
 from .newton import Newton
 from .rmsprop import RMSprop
@@ -16,7 +18,8 @@ from .schedules import CosineDecay, ExponentialDecay, LearningRateSchedule, Piec
 from .sgd import SGD
 
 __all__ = [
-    "Optimizer", "SGD", "Adam", "Nadam", "Newton", "RMSprop", "Adagrad", "schedules", "LearningRateSchedule",
+    "Optimizer", "SGD", "Adam", "Nadam", "Newton", "LevenbergMarquardt", "OutputLoss", "check_supported_loss",
+    "RMSprop", "Adagrad", "schedules", "LearningRateSchedule",
     "ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay", "get", "serialize", "deserialize",
 ]
 
@@ -24,6 +27,6 @@ __all__ = [
 # None and functions are not optimizers.
 REGISTRY = Registry("optimizer", {
     "sgd": SGD, "adam": Adam, "nadam": Nadam, "rmsprop": RMSprop, "adagrad": Adagrad,
-    "newton": Newton,
+    "newton": Newton, "levenberg_marquardt": LevenbergMarquardt,
 }, base=Optimizer, functions=False, none=REFUSE)
 get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize

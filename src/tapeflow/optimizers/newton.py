@@ -15,6 +15,10 @@ with Levenberg-Marquardt damping:
   does: each eigenvalue by its absolute value, so negative curvature is
   followed downhill (conjugate gradients, which cannot see eigenvalues, add
   damping until the curvature it meets is positive);
+* with ``gauss_newton_fallback=True``, an indefinite Hessian is replaced by the
+  Gauss-Newton matrix ``J^T H_loss J`` of the model's outputs (``gauss_newton.py``,
+  shared with ``LevenbergMarquardt``), positive semi-definite for losses convex in
+  the outputs: ReLU networks, whose Hessian is indefinite, stop stalling;
 * a loss that is nan or inf restores the last good point;
 * above ``matrix_free_above`` parameters, H is never formed: conjugate
   gradients on Hessian-vector products (one reverse-over-reverse pass each,
@@ -36,22 +40,90 @@ from ..core.tape import GradientTape
 from ..core.tensor import Tensor
 from ..ops.shape import concat, reshape
 from .base import Optimizer
+from .gauss_newton import gauss_newton as gauss_newton_matrix
 
-__all__ = ["Newton"]
+__all__ = ["Newton", "DampedStepOptimizer"]
 
 
-class Newton(Optimizer):
+class DampedStepOptimizer(Optimizer):
+    """What the damped second-order optimizers share (``Newton``, ``LevenbergMarquardt``):
+    they run eagerly and read loss values as numbers, take the whole step over all
+    variables as one flat vector, put the variables back on a rejected step or a
+    non-finite loss, and keep their damping as float64 optimizer state."""
+
     needs_loss_fn = True
+
+    def __init__(self, learning_rate, name, unsupported):
+        unsupported = sorted(k for k, v in unsupported.items() if v is not None)
+        if unsupported:
+            raise ValueError(f"{type(self).__name__} does not apply {unsupported}: its step is a "
+                             f"solve, not a gradient update (clip or decay the loss instead)")
+        super().__init__(learning_rate, name=name)
+        self._last_good = None
+        self.last_step_info = {}
+
+    def apply_gradients(self, grads_and_vars):
+        raise TypeError(f"{type(self).__name__} needs the loss, not just its gradient: call "
+                        "optimizer.minimize(loss_fn, var_list) (model.fit does this for you)")
+
+    def _begin(self, var_list):
+        """The variables of ``var_list`` (a list or a function returning one), built."""
+        name = type(self).__name__
+        if context().trace is not None:
+            raise RuntimeError(
+                f"{name} runs eagerly: its step accepts or rejects trial points and adapts its "
+                "damping from loss values it reads as numbers, which a traced graph cannot do. "
+                f"Call optimizer.minimize outside tf.function (model.fit with {name} already "
+                "runs its steps eagerly).")
+        variables = list(var_list() if callable(var_list) else var_list)
+        if not variables:
+            raise ValueError(f"{name}.minimize: no variables to optimize")
+        self.build([v for v in variables if v._id not in self._keys])
+        return variables
+
+    @staticmethod
+    def _set(variables, start, flat_step):
+        """Each variable to its ``start`` value minus its part of ``flat_step`` (float64)."""
+        offset = 0
+        for v, value in zip(variables, start):
+            size = int(value.size)
+            part = flat_step[offset:offset + size].reshape(value.shape)
+            xp = backend.array_module(value)
+            v._replace_value(value - xp.asarray(part, dtype=value.dtype))
+            offset += size
+
+    @staticmethod
+    def _restore(variables, values):
+        for v, value in zip(variables, values):
+            v._replace_value(value)
+
+    def _restore_last_good(self, variables):
+        if self._last_good is not None and len(self._last_good) == len(variables):
+            self._restore(variables, self._last_good)
+
+    def _finish(self, **state):
+        """Store the float64 state variables ``state`` names and count the step."""
+        for name, value in state.items():
+            self._state[name]._replace_value(np.asarray(value, dtype=np.float64))
+        self._iterations._replace_value(np.asarray(int(self._iterations._value) + 1, np.int64))
+
+
+class Newton(DampedStepOptimizer):
+    """Damped Newton steps on the full Hessian (see the module docstring).
+
+    ``gauss_newton_fallback=True``: where the Hessian is indefinite (an eigenvalue below
+    ``-1e-10`` times the largest magnitude), the step is taken on the Gauss-Newton
+    matrix instead (``optimizers.gauss_newton``), which is positive semi-definite for a
+    loss convex in the model's outputs.  Needs the loss as an ``OutputLoss``
+    (``minimize(..., gauss_newton=problem)``; ``fit`` passes one).  The dense path only:
+    the matrix-free path keeps conjugate gradients on the Hessian.
+    """
 
     def __init__(self, learning_rate=1.0, damping=1e-8, damping_increase=2.0,
                  damping_decrease=1 / 3, min_damping=1e-12, max_damping=1e12, max_tries=20,
                  matrix_free_above=1000, cg_max_iterations=200, cg_tolerance=1e-6,
-                 hessian_batch_size=None, name=None, **kwargs):
-        unsupported = sorted(k for k, v in kwargs.items() if v is not None)
-        if unsupported:
-            raise ValueError(f"Newton does not apply {unsupported}: its step is a solve, not a "
-                             f"gradient update (clip or decay the loss instead)")
-        super().__init__(learning_rate, name=name)
+                 hessian_batch_size=None, gauss_newton_fallback=False, name=None, **kwargs):
+        super().__init__(learning_rate, name, kwargs)
         if damping < 0 or damping_increase <= 1 or not 0 < damping_decrease <= 1:
             raise ValueError("Newton needs damping >= 0, damping_increase > 1 and "
                              "0 < damping_decrease <= 1")
@@ -65,19 +137,19 @@ class Newton(Optimizer):
         self.cg_max_iterations = int(cg_max_iterations)
         self.cg_tolerance = float(cg_tolerance)
         self.hessian_batch_size = None if hessian_batch_size is None else int(hessian_batch_size)
+        self.gauss_newton_fallback = bool(gauss_newton_fallback)
         self._damping = self.add_variable("damping", float(damping), dtype="float64")
-        self._last_good = None
-        self.last_step_info = {}
+
+    @property
+    def needs_gauss_newton(self):
+        """Whether ``fit`` should pass the loss as an ``OutputLoss`` (``gauss_newton=``)."""
+        return self.gauss_newton_fallback
 
     @property
     def damping(self):
         return float(self._damping._value)
 
-    def apply_gradients(self, grads_and_vars):
-        raise TypeError("Newton needs the loss, not just its gradient: call "
-                        "optimizer.minimize(loss_fn, var_list) (model.fit does this for you)")
-
-    def minimize(self, loss, var_list, tape=None, hessian_loss=None):
+    def minimize(self, loss, var_list, tape=None, hessian_loss=None, gauss_newton=None):
         """One damped Newton step on ``loss()`` (a function of no arguments); returns
         ``iterations``, as every optimizer's ``minimize`` does (the loss before and after the
         step, the damping and the tries are in ``last_step_info``).
@@ -85,20 +157,18 @@ class Newton(Optimizer):
         ``hessian_loss``, if given, is the same loss on a subsample of the data: the gradient
         comes from ``loss`` and the curvature from ``hessian_loss`` (a subsampled Hessian,
         much cheaper on a large batch; ``fit`` passes one when ``hessian_batch_size`` is set).
+
+        ``gauss_newton``, an ``OutputLoss`` of the same loss, is what the
+        ``gauss_newton_fallback`` takes its positive semi-definite matrix from.
         """
-        if context().trace is not None:
-            raise RuntimeError(
-                "Newton runs eagerly: its step accepts or rejects trial points and adapts its "
-                "damping from loss values it reads as numbers, which a traced graph cannot do. "
-                "Call optimizer.minimize outside tf.function (model.fit with Newton already "
-                "runs its steps eagerly).")
         if tape is not None or not callable(loss):
             raise TypeError("Newton.minimize(loss_fn, var_list): loss_fn must be a function of "
                             "no arguments (the step evaluates it again to accept or reject)")
-        variables = list(var_list() if callable(var_list) else var_list)
-        if not variables:
-            raise ValueError("Newton.minimize: no variables to optimize")
-        self.build([v for v in variables if v._id not in self._keys])
+        if self.gauss_newton_fallback and gauss_newton is None:
+            raise ValueError("Newton(gauss_newton_fallback=True).minimize needs the loss as a "
+                             "function of outputs too: gauss_newton=OutputLoss(outputs_fn, "
+                             "loss_of_outputs) (model.fit passes one)")
+        variables = self._begin(var_list)
         start = [v._value for v in variables]
         n = sum(int(v._value.size) for v in variables)
         matrix_free = n > self.matrix_free_above
@@ -121,7 +191,7 @@ class Newton(Optimizer):
         lam = self.damping
         if not math.isfinite(l0):
             self._restore_last_good(variables)
-            self._finish(min(max(lam, 1e-3) * self.damping_increase, self.max_damping))
+            self._finish(damping=min(max(lam, 1e-3) * self.damping_increase, self.max_damping))
             self.last_step_info = {"accepted": False, "reason": "non-finite loss", "loss": l0}
             return self._iterations
         self._last_good = start
@@ -140,9 +210,15 @@ class Newton(Optimizer):
             blocks = outer.jacobian(flat_grad, variables, unconnected_gradients="zero")
             hessian = _to_float64(concat([reshape(b, (n, -1)) for b in blocks], axis=1)._value)
             solver = _DampedSolver(0.5 * (hessian + hessian.T))
+            if self.gauss_newton_fallback and solver.indefinite:
+                solver = _DampedSolver(gauss_newton_matrix(gauss_newton, variables).matrix)
+                curvature = "gauss-newton"
+            else:
+                curvature = "hessian"
 
         lr = self._current_learning_rate(int(self._iterations._value))
-        info = {"accepted": False, "loss": l0, "tries": 0}
+        info = {"accepted": False, "loss": l0, "tries": 0,
+                "curvature": "hessian-vector products" if matrix_free else curvature}
         grow = self.damping_increase
         for attempt in range(self.max_tries):
             info["tries"] = attempt + 1
@@ -171,30 +247,11 @@ class Newton(Optimizer):
             lam = min(max(lam, 1e-8) * grow, self.max_damping)
             grow *= 2
         else:
-            for v, value in zip(variables, start):
-                v._replace_value(value)
+            self._restore(variables, start)
             info["reason"] = "no damping lowered the loss"
         self.last_step_info = info
-        self._finish(lam)
+        self._finish(damping=lam)
         return self._iterations
-
-    def _set(self, variables, start, flat_step):
-        offset = 0
-        for v, value in zip(variables, start):
-            size = int(value.size)
-            part = flat_step[offset:offset + size].reshape(value.shape)
-            xp = backend.array_module(value)
-            v._replace_value(value - xp.asarray(part, dtype=value.dtype))
-            offset += size
-
-    def _restore_last_good(self, variables):
-        if self._last_good is not None and len(self._last_good) == len(variables):
-            for v, value in zip(variables, self._last_good):
-                v._replace_value(value)
-
-    def _finish(self, lam):
-        self._damping._replace_value(np.asarray(lam, dtype=np.float64))
-        self._iterations._replace_value(np.asarray(int(self._iterations._value) + 1, np.int64))
 
     def get_config(self):
         return {**super().get_config(), "damping": self.initial_damping,
@@ -203,7 +260,8 @@ class Newton(Optimizer):
                 "max_damping": self.max_damping, "max_tries": self.max_tries,
                 "matrix_free_above": self.matrix_free_above,
                 "cg_max_iterations": self.cg_max_iterations, "cg_tolerance": self.cg_tolerance,
-                "hessian_batch_size": self.hessian_batch_size}
+                "hessian_batch_size": self.hessian_batch_size,
+                "gauss_newton_fallback": self.gauss_newton_fallback}
 
 
 def _to_float64(value):
@@ -224,6 +282,8 @@ class _DampedSolver:
         self.scale = max(float(np.mean(np.abs(np.diag(hessian)))), 1e-12)
         eigenvalues, self.vectors = np.linalg.eigh(hessian)
         self.magnitudes = np.abs(eigenvalues)
+        largest = float(self.magnitudes.max()) if eigenvalues.size else 0.0
+        self.indefinite = bool(eigenvalues.size) and float(eigenvalues.min()) < -1e-10 * largest
 
     def solve(self, g, lam):
         coefficients = (self.vectors.T @ g) / (self.magnitudes + lam * self.scale)

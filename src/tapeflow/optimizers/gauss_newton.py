@@ -1,0 +1,166 @@
+"""The Gauss-Newton matrix of a loss of a model's outputs: the one place it is formed.
+
+A loss ``L(theta) = l(z(theta))`` of outputs ``z`` (a batch, axis 0 the examples) has
+the gradient ``g = J^T dl/dz`` and the generalized Gauss-Newton matrix::
+
+    G = sum_i J_i^T H_i J_i          J_i = dz_i/dtheta,   H_i = d2 l / dz_i^2
+
+which drops the second derivatives of the model and keeps the loss's: it is positive
+semi-definite whenever the loss is convex in the outputs (squared errors, Huber,
+cross-entropy on logits or probabilities), where the full Hessian of a ReLU network
+is often indefinite.  For residuals ``r`` and ``l = 1/2 ||r||^2``, ``H = I``:
+``G = J^T J`` and ``g = J^T r``, the least-squares case.
+
+``OutputLoss(outputs_fn, loss_of_outputs=None)`` states such a loss: ``outputs_fn()``
+returns ``z`` and ``loss_of_outputs(z)`` the scalar loss; without it ``z`` are
+residuals and the loss is ``1/2 ||z||^2``.  ``gauss_newton(problem, variables)``
+returns its value, ``g`` and ``G`` as float64 host arrays:
+
+* ``J`` over ALL variables together, flattened in ``core.functional.flatten``'s
+  order, in one vectorized reverse pass: with as many rows as the smaller of the
+  number of outputs and of parameters (for more outputs than parameters, the
+  jacobian with respect to a cotangent ``u`` of ``J^T u``, which is ``J^T``);
+* ``H_i`` from tapeflow's autodiff, one ``batch_jacobian`` of ``dl/dz`` (the loss is a
+  sum over examples, so its Hessian in ``z`` is block diagonal and those blocks are
+  all of it), so no loss needs a hand-written Hessian.
+"""
+import time
+
+import numpy as np
+
+from .. import backend
+from .. import losses as losses_module
+from ..core.functional import flatten
+from ..core.tape import GradientTape
+from ..core.tensor import Tensor
+from ..ops.reduce import reduce_sum
+from ..ops.shape import concat, reshape
+
+__all__ = ["OutputLoss", "GaussNewton", "gauss_newton", "output_jacobian", "SUPPORTED_LOSSES",
+           "check_supported_loss"]
+
+# Keras losses convex in the outputs, so that each H_i is positive semi-definite.  Mean absolute
+# error has H = 0 (no curvature to take a step from); a user's function is not known to be convex.
+SUPPORTED_LOSSES = ("mean_squared_error", "huber", "binary_crossentropy",
+                    "categorical_crossentropy", "sparse_categorical_crossentropy")
+
+
+def check_supported_loss(loss, who):
+    """Refuse, with one message, a compiled loss ``who`` cannot take Gauss-Newton steps on."""
+    fn = getattr(loss, "fn", None)
+    name = getattr(fn, "__name__", None) or getattr(loss, "name", None) or repr(loss)
+    reduction = getattr(loss, "reduction", None)
+    if fn is None or fn.__module__ != losses_module.__name__ or name not in SUPPORTED_LOSSES \
+            or reduction in (None, "none"):
+        raise ValueError(
+            f"{who} cannot train on the loss {name!r}"
+            f"{f' with reduction={reduction!r}' if reduction in (None, 'none') else ''}: its "
+            f"step needs a loss convex in the model's outputs, reduced to a scalar, to form the "
+            f"Gauss-Newton matrix J^T H J. It supports {', '.join(SUPPORTED_LOSSES)} (a Loss "
+            f"object or its name, e.g. loss='mse'). For a sum of squared residuals of your own, "
+            f"call optimizer.minimize(residual_fn, var_list).")
+
+
+class OutputLoss:
+    """A loss as a function of outputs: ``loss_of_outputs(outputs_fn())``.
+
+    ``outputs_fn()`` gives the outputs ``z`` (axis 0 the examples); ``loss_of_outputs(z)``
+    the scalar loss, a sum of terms each reading one example's outputs only (every Keras
+    loss is).  Without ``loss_of_outputs`` the outputs are residuals and the loss is
+    ``1/2 ||z||^2``.
+    """
+
+    def __init__(self, outputs_fn, loss_of_outputs=None):
+        self.outputs_fn = outputs_fn
+        self.loss_of_outputs = loss_of_outputs
+
+    def loss(self):
+        """The loss at the variables' current values, a float."""
+        z = self.outputs_fn()
+        if self.loss_of_outputs is None:
+            value = _host64(z._value if isinstance(z, Tensor) else z)
+            return 0.5 * float(np.vdot(value, value))
+        return float(_host64(self.loss_of_outputs(z)._value))
+
+
+class GaussNewton:
+    """The loss, its gradient ``g`` and the Gauss-Newton matrix ``G`` at one point
+    (float64 host arrays), and the time each part took in ``seconds``."""
+
+    def __init__(self, loss, gradient, matrix, seconds):
+        self.loss, self.gradient, self.matrix, self.seconds = loss, gradient, matrix, seconds
+
+
+def gauss_newton(problem, variables):
+    """``GaussNewton`` of ``problem`` (an ``OutputLoss``) over all ``variables``."""
+    start = time.perf_counter()
+    z, jac = output_jacobian(problem.outputs_fn, variables)
+    jacobian_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    z64 = _host64(z._value).reshape(jac.shape[0])
+    if problem.loss_of_outputs is None:
+        loss = 0.5 * float(z64 @ z64)
+        gradient = jac.T @ z64
+        matrix = jac.T @ jac
+    else:
+        loss, dz, hessian = _output_curvature(problem.loss_of_outputs, z)
+        examples, width = hessian.shape[0], hessian.shape[1]
+        per_example = jac.reshape(examples, width, -1)
+        gradient = jac.T @ dz.reshape(-1)
+        # sum_i J_i^T (H_i J_i) as one product of (N*m, n) matrices
+        weighted = np.matmul(hessian, per_example).reshape(examples * width, -1)
+        matrix = jac.T @ weighted
+    matrix = 0.5 * (matrix + matrix.T)
+    return GaussNewton(loss, gradient, matrix,
+                       {"jacobian": jacobian_seconds,
+                        "product": time.perf_counter() - start})
+
+
+def output_jacobian(outputs_fn, variables):
+    """``(z, J)``: the outputs ``z = outputs_fn()`` and ``J = dz/dtheta`` as a float64 host
+    matrix of shape (z.size, n), n the variables' total size, in one vectorized pass."""
+    variables = list(variables)
+    n = sum(int(v._value.size) for v in variables)
+    with GradientTape(watch_accessed_variables=False) as outer:
+        with GradientTape(watch_accessed_variables=False) as inner:
+            inner.watch(variables)
+            z = outputs_fn()
+            if not isinstance(z, Tensor):
+                raise TypeError(f"the outputs (residuals) must be a tensor, got "
+                                f"{type(z).__name__}")
+            flat_z = reshape(z, (-1,))
+        m = int(z._value.size)
+        if m > n:
+            # more outputs than parameters: J^T as the jacobian of the linear map u -> J^T u
+            # (n rows to send back, not m)
+            u = Tensor(backend.array_module(z._value).zeros_like(z._value))
+            outer.watch(u)
+            flat_grad = flatten(inner.gradient(z, variables, output_gradients=u,
+                                               unconnected_gradients="zero"))
+    if m > n:
+        transposed = outer.jacobian(flat_grad, u, unconnected_gradients="zero")
+        return z, _host64(transposed._value).reshape(n, m).T
+    blocks = inner.jacobian(flat_z, variables, unconnected_gradients="zero")
+    return z, _host64(concat([reshape(b, (m, -1)) for b in blocks], axis=1)._value)
+
+
+def _output_curvature(loss_of_outputs, z):
+    """``(loss, dl/dz, H)`` at outputs ``z``: dl/dz as (N, m), H as (N, m, m) host float64."""
+    examples = int(z._value.shape[0]) if z._value.ndim else 1
+    leaf = Tensor(reshape(z, (examples, -1))._value)
+    with GradientTape(watch_accessed_variables=False) as outer:
+        outer.watch(leaf)
+        with GradientTape(watch_accessed_variables=False) as inner:
+            inner.watch(leaf)
+            loss = loss_of_outputs(reshape(leaf, tuple(z._value.shape)))
+            if loss._value.size != 1:
+                raise ValueError(f"the loss of the outputs must be a scalar, got shape "
+                                 f"{tuple(loss._value.shape)}")
+            loss = reduce_sum(loss)
+        dz = inner.gradient(loss, leaf, unconnected_gradients="zero")
+    hessian = outer.batch_jacobian(dz, leaf, unconnected_gradients="zero")
+    return float(_host64(loss._value)), _host64(dz._value), _host64(hessian._value)
+
+
+def _host64(value):
+    return np.asarray(backend.to_host(value), dtype=np.float64)

@@ -1,0 +1,159 @@
+"""``LevenbergMarquardt``: damped Gauss-Newton steps over ALL of a model's variables together.
+
+``minimize(residual_fn, var_list)`` minimizes ``F = 1/2 ||r||^2`` of the residual vector
+``r = residual_fn()`` (scipy's ``least_squares`` cost, so numbers compare directly).
+Each step forms the Jacobian ``J = dr/dtheta`` over every variable at once, flattened
+in ``core.functional.flatten``'s order, in one vectorized pass, and solves::
+
+    (J^T J + lambda D) delta = J^T r          theta_trial = theta - learning_rate * delta
+
+by Cholesky (a least-squares solve where the matrix is not positive definite), with
+``D = I``, or with ``scale=True`` Marquardt's ``D = diag(J^T J)`` (each parameter damped
+in its own units).  The trial is judged by the gain ratio::
+
+    rho = (F(theta) - F(theta_trial)) / (1/2 delta^T (lambda D delta + J^T r))
+
+(the actual over the reduction the quadratic model predicts).  ``rho > 0`` accepts it
+and Nielsen's rule sets ``lambda *= max(1/3, 1 - (2 rho - 1)^3)``, ``nu = 2``; otherwise
+the variables are put back exactly, ``lambda *= nu``, ``nu *= 2``, and the step is tried
+again, at most ``max_rejections`` times.  A non-finite loss at the start of a step puts
+back the last good point.  ``damping`` (lambda) and ``nu`` are optimizer state (float64
+variables ``"damping"`` and ``"damping_factor"``), carried over from step to step and
+batch to batch, and saved with the optimizer.
+
+In ``model.fit`` (``compile(optimizer="levenberg_marquardt", loss=...)``) the loss is the
+compiled loss as a function of the model's outputs ``z``, and the matrix is the
+generalized Gauss-Newton ``sum_i J_i^T H_i J_i`` (``gauss_newton.py``, shared with
+``Newton``'s fallback), ``H_i`` the loss's Hessian in example ``i``'s outputs from
+tapeflow's autodiff: for mean squared error ``2 I / (batch * outputs)``, the
+least-squares case scaled so that ``1/2 ||r||^2`` is the compiled loss; for
+cross-entropy ``diag(p) - p p^T`` on logits.  Losses whose Hessian in the outputs is
+positive semi-definite are accepted (``gauss_newton.SUPPORTED_LOSSES``); fit runs the
+step eagerly, full batch or mini-batch with the damping carried over.
+"""
+import math
+import time
+
+import numpy as np
+import scipy.linalg
+
+from .gauss_newton import OutputLoss
+from .gauss_newton import gauss_newton as gauss_newton_matrix
+from .newton import DampedStepOptimizer
+
+__all__ = ["LevenbergMarquardt"]
+
+_LAMBDA_FLOOR = 1e-10   # relative to the mean curvature: where a rejection restarts a zero lambda
+_LAMBDA_CEILING = 1e16  # relative likewise: beyond it a step is too short to matter
+
+
+class LevenbergMarquardt(DampedStepOptimizer):
+    """Levenberg-Marquardt with Nielsen's damping update (see the module docstring).
+
+    Args:
+        learning_rate: multiplies the solved step (1.0: the Levenberg-Marquardt step).
+        damping: the initial lambda (>= 0; 0 is an undamped Gauss-Newton first step).
+        scale: Marquardt's ``D = diag(J^T J)`` instead of ``I``.
+        max_rejections: trial points one step may reject before it gives up and leaves
+            the variables as they were (the damping stays raised for the next step).
+    """
+
+    needs_gauss_newton = True
+
+    def __init__(self, learning_rate=1.0, damping=1e-3, scale=False, max_rejections=10,
+                 name=None, **kwargs):
+        super().__init__(learning_rate, name, kwargs)
+        if not damping >= 0 or int(max_rejections) < 0:
+            raise ValueError(f"LevenbergMarquardt needs damping >= 0 and max_rejections >= 0, "
+                             f"got damping={damping!r}, max_rejections={max_rejections!r}")
+        self.initial_damping = float(damping)
+        self.scale = bool(scale)
+        self.max_rejections = int(max_rejections)
+        self._damping = self.add_variable("damping", float(damping), dtype="float64")
+        self._factor = self.add_variable("damping_factor", 2.0, dtype="float64")
+
+    @property
+    def damping(self):
+        """lambda, as the next step starts with it."""
+        return float(self._damping._value)
+
+    @property
+    def damping_factor(self):
+        """Nielsen's nu: what lambda is multiplied by on the next rejection."""
+        return float(self._factor._value)
+
+    def minimize(self, residual_fn, var_list, tape=None, gauss_newton=None):
+        """One Levenberg-Marquardt step on ``1/2 ||residual_fn()||^2``; returns ``iterations``.
+
+        ``gauss_newton``, an ``OutputLoss``, replaces ``residual_fn`` with a loss of outputs
+        (``model.fit`` passes the batch's compiled loss this way, and its ``loss_fn`` as
+        ``residual_fn``, unused).  ``last_step_info`` has the losses before and after, the
+        damping, the gain ratio, the trials and the seconds spent forming J and solving.
+        """
+        problem = gauss_newton
+        if problem is None:
+            if tape is not None or not callable(residual_fn):
+                raise TypeError("LevenbergMarquardt.minimize(residual_fn, var_list): "
+                                "residual_fn must be a function of no arguments returning the "
+                                "residual vector (the step evaluates it again at trial points)")
+            problem = OutputLoss(residual_fn)
+        variables = self._begin(var_list)
+        start = [v._value for v in variables]
+        lam, nu = self.damping, self.damping_factor
+        curvature = gauss_newton_matrix(problem, variables)
+        loss0, g, matrix = curvature.loss, curvature.gradient, curvature.matrix
+        info = {"accepted": False, "loss": loss0, "trials": 0, "damping": lam,
+                "seconds": dict(curvature.seconds)}
+        if not (math.isfinite(loss0) and np.all(np.isfinite(g))):
+            self._restore_last_good(variables)
+            self.last_step_info = {**info, "reason": "non-finite loss"}
+            self._finish(damping=max(lam, 1e-3) * nu, damping_factor=2 * nu)
+            return self._iterations
+        diagonal = np.diag(matrix)
+        mean_curvature = max(float(np.mean(np.abs(diagonal))), 1e-300) if diagonal.size else 1.0
+        if self.scale:  # Marquardt's: each parameter's own curvature; a dead one gets a floor
+            d = np.maximum(diagonal, 1e-12 * mean_curvature)
+        else:
+            d = np.ones_like(diagonal)
+        unit = mean_curvature / float(np.mean(d)) if d.size else 1.0
+        lr = self._current_learning_rate(int(self._iterations._value))
+        solve_seconds = 0.0
+        for trial in range(self.max_rejections + 1):
+            info["trials"] = trial + 1
+            clock = time.perf_counter()
+            delta = damped_solve(matrix, d * lam, g)
+            solve_seconds += time.perf_counter() - clock
+            self._set(variables, start, lr * delta)
+            new_loss = problem.loss()
+            predicted = 0.5 * float(delta @ (lam * d * delta + g))
+            gain = (loss0 - new_loss) / predicted if predicted > 0 else -math.inf
+            if math.isfinite(new_loss) and gain > 0:
+                info.update(accepted=True, new_loss=new_loss, damping=lam, gain=gain)
+                lam *= max(1 / 3, 1 - (2 * gain - 1) ** 3)
+                nu = 2.0
+                self._last_good = [v._value for v in variables]  # its loss is known finite
+                break
+            lam = min(max(lam, _LAMBDA_FLOOR * unit) * nu, _LAMBDA_CEILING * unit)
+            nu *= 2
+        else:
+            self._restore(variables, start)
+            info["reason"] = f"{self.max_rejections + 1} trials did not lower the loss"
+        info["seconds"]["solve"] = solve_seconds
+        self.last_step_info = info
+        self._finish(damping=lam, damping_factor=nu)
+        return self._iterations
+
+    def get_config(self):
+        return {**super().get_config(), "damping": self.initial_damping, "scale": self.scale,
+                "max_rejections": self.max_rejections}
+
+
+def damped_solve(matrix, damping_diagonal, g):
+    """``delta`` with ``(matrix + diag(damping_diagonal)) delta = g``: Cholesky, or a
+    least-squares solve where the damped matrix is not positive definite."""
+    damped = matrix + np.diag(damping_diagonal)
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(damped, check_finite=False), g,
+                                      check_finite=False)
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError, ValueError):
+        return np.linalg.lstsq(damped, g, rcond=None)[0]
