@@ -1,0 +1,393 @@
+"""``tf.data.Dataset``: an input pipeline of elements, as TensorFlow's.
+
+A Dataset is a recipe, not data: each ``iter(dataset)`` runs the recipe afresh
+(one epoch).  Elements are nested structures (tuples, dicts) of tensors;
+inside the pipeline they travel as numpy arrays and become tensors where the
+user sees them (iteration, the functions given to ``map`` and ``filter``).
+
+Randomness follows tapeflow's one random state: ``shuffle(seed=None)`` draws
+each epoch's order from the context's random state when the epoch starts, so
+``tf.random.set_seed`` makes a pipeline reproducible; ``shuffle(seed=s)`` is
+reproducible on its own (its n-th epoch's order is a function of ``s`` and n,
+or the same every epoch with ``reshuffle_each_iteration=False``).
+
+``map`` runs its function under ``tf.function`` (traced once per element
+signature and replayed, as TensorFlow does); a function that cannot be traced
+(it needs a tensor's value in Python, say) runs eagerly instead.  ``prefetch``
+and ``num_parallel_calls`` are accepted and do nothing: elements are made on
+demand in the calling thread.
+"""
+import numpy as np
+
+from ..core import nest
+from ..core.context import context
+from ..core.tensor import Tensor, convert_to_tensor
+from ..tracing.function import TensorSpec
+
+__all__ = ["Dataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
+
+AUTOTUNE = -1
+INFINITE_CARDINALITY = -1
+UNKNOWN_CARDINALITY = -2
+
+
+def _leaf_array(value):
+    """A leaf as the pipeline carries it: a numpy array (tensors' conversion rules:
+    Python floats become float32, ints int32)."""
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, (str, bytes)) or (isinstance(value, (list, tuple)) and value
+                                          and isinstance(value[0], (str, bytes))):
+        return np.asarray(value)
+    return np.asarray(convert_to_tensor(value).numpy())
+
+
+def _structure(value):
+    """A source's components as the pipeline's structure: tuples and dicts are structure,
+    anything else (a list of numbers included, as TensorFlow reads it) one array."""
+    if isinstance(value, dict):
+        return type(value)((k, _structure(v)) for k, v in value.items())
+    if isinstance(value, tuple):
+        items = [_structure(v) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    return _leaf_array(value)
+
+
+def _as_tensors(element):
+    return nest.map_structure(
+        lambda a: Tensor(a) if isinstance(a, np.ndarray) and a.dtype.kind in "biuf" else a,
+        element)
+
+
+def _as_arrays(element):
+    return nest.map_structure(
+        lambda t: np.asarray(t.numpy()) if isinstance(t, Tensor) else _leaf_array(t), element)
+
+
+def _spec_of(element):
+    return nest.map_structure(lambda a: TensorSpec(a.shape, a.dtype), element)
+
+
+def _call(fn, element):
+    """``fn(*element)`` for a tuple element (TensorFlow unpacks tuples), else ``fn(element)``."""
+    return fn(*element) if isinstance(element, tuple) else fn(element)
+
+
+class Dataset:
+    """A pipeline; make one with ``from_tensor_slices``, ``from_tensors`` or ``range``."""
+
+    def __init__(self, make, spec, cardinality):
+        self._make = make                # () -> an iterator of elements (structures of arrays)
+        self._spec = spec
+        self._cardinality = cardinality
+        self._epochs = 0
+
+    # --- sources -----------------------------------------------------------------------------------
+    @staticmethod
+    def from_tensor_slices(tensors, name=None):
+        """One element per row of ``tensors`` (every leaf sliced along its first axis)."""
+        structure = _structure(tensors)
+        leaves = nest.flatten(structure)
+        if not leaves or any(a.ndim == 0 for a in leaves):
+            raise ValueError("from_tensor_slices: every component needs a first axis to slice")
+        n = leaves[0].shape[0]
+        if any(a.shape[0] != n for a in leaves):
+            raise ValueError(f"from_tensor_slices: components have different first dimensions "
+                             f"{[a.shape[0] for a in leaves]}")
+
+        def make():
+            for i in range(n):
+                yield nest.pack_sequence_as(structure, [a[i] for a in leaves])
+        spec = nest.map_structure(lambda a: TensorSpec(a.shape[1:], a.dtype), structure)
+        return Dataset(make, spec, n)
+
+    @staticmethod
+    def from_tensors(tensors, name=None):
+        """One element: ``tensors`` whole."""
+        structure = _structure(tensors)
+        return Dataset(lambda: iter([structure]), _spec_of(structure), 1)
+
+    @staticmethod
+    def range(*args, dtype="int64", name=None):
+        """Like Python's ``range``: int64 scalars."""
+        values = range(*args)
+        np_dtype = np.dtype(str(getattr(dtype, "name", dtype)))
+
+        def make():
+            for v in values:
+                yield np.asarray(v, np_dtype)
+        return Dataset(make, TensorSpec((), np_dtype), len(values))
+
+    @staticmethod
+    def zip(*datasets, name=None):
+        """Elements of several datasets side by side (as a tuple, or the structure given)."""
+        structure = datasets[0] if len(datasets) == 1 else datasets
+        members = nest.flatten(structure)
+        if not all(isinstance(d, Dataset) for d in members):
+            raise TypeError("Dataset.zip takes datasets (or a tuple or dict of them)")
+
+        def make():
+            iterators = [d._iterate() for d in members]
+            for parts in zip(*iterators):
+                yield nest.pack_sequence_as(structure, list(parts))
+        spec = nest.pack_sequence_as(structure, [d._spec for d in members])
+        return Dataset(make, spec, _min_cardinality([d._cardinality for d in members]))
+
+    # --- transformations ---------------------------------------------------------------------------
+    def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None):
+        """``map_func`` applied to each element (traced once per element signature)."""
+        from ..tracing.function import function
+        from ..tracing.tracer import TraceError
+        traced = function(map_func)
+        state = {"eager": False}
+
+        def apply(element):
+            tensors = _as_tensors(element)
+            if not state["eager"]:
+                try:
+                    return _as_arrays(_call(traced, tensors))
+                except TraceError:
+                    state["eager"] = True   # needs Python values: run it as Python from now on
+            return _as_arrays(_call(map_func, tensors))
+
+        def make():
+            for element in self._iterate():
+                yield apply(element)
+        return Dataset(make, _traced_spec(traced, self._spec), self._cardinality)
+
+    def filter(self, predicate, name=None):
+        """The elements for which ``predicate`` gives True."""
+        def make():
+            for element in self._iterate():
+                keep = _call(predicate, _as_tensors(element))
+                if bool(np.asarray(keep.numpy() if isinstance(keep, Tensor) else keep)):
+                    yield element
+        return Dataset(make, self._spec, UNKNOWN_CARDINALITY)
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True, name=None):
+        """Elements drawn at random from a buffer of the next ``buffer_size`` (TensorFlow's
+        algorithm: a buffer as large as the data gives a uniform shuffle)."""
+        buffer_size = int(buffer_size)
+        if buffer_size < 1:
+            raise ValueError(f"shuffle: buffer_size must be at least 1, got {buffer_size}")
+
+        def make():
+            rng = self._shuffle_rng(seed, reshuffle_each_iteration)
+            buffer = []
+            for element in self._iterate():
+                if len(buffer) < buffer_size:
+                    buffer.append(element)
+                    continue
+                i = int(rng.integers(len(buffer)))
+                yield buffer[i]
+                buffer[i] = element
+            while buffer:
+                yield buffer.pop(int(rng.integers(len(buffer))))
+        return Dataset(make, self._spec, self._cardinality)
+
+    def _shuffle_rng(self, seed, reshuffle):
+        epoch = self._epochs
+        self._epochs += 1
+        if seed is None:
+            return np.random.default_rng(int(context().random.rng.integers(2 ** 31)))
+        return np.random.default_rng([int(seed), epoch if reshuffle else 0])
+
+    def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None,
+              deterministic=None, name=None):
+        """Consecutive elements stacked along a new first axis."""
+        batch_size = int(batch_size)
+        if batch_size < 1:
+            raise ValueError(f"batch: batch_size must be at least 1, got {batch_size}")
+
+        def make():
+            pending = []
+            for element in self._iterate():
+                pending.append(element)
+                if len(pending) == batch_size:
+                    yield _stack(pending)
+                    pending = []
+            if pending and not drop_remainder:
+                yield _stack(pending)
+        spec = None if self._spec is None else nest.map_structure(
+            lambda s: TensorSpec((batch_size if drop_remainder else None,) + tuple(s.shape),
+                                 s.dtype), self._spec)
+        n = self._cardinality
+        if n >= 0:
+            n = n // batch_size if drop_remainder else -(-n // batch_size)
+        return Dataset(make, spec, n)
+
+    def unbatch(self, name=None):
+        """The rows of each element, one element each (``batch``'s inverse)."""
+        def make():
+            for element in self._iterate():
+                leaves = nest.flatten(element)
+                for i in range(leaves[0].shape[0]):
+                    yield nest.pack_sequence_as(element, [a[i] for a in leaves])
+        spec = None if self._spec is None else nest.map_structure(
+            lambda s: TensorSpec(tuple(s.shape)[1:], s.dtype), self._spec)
+        return Dataset(make, spec, UNKNOWN_CARDINALITY)
+
+    def repeat(self, count=None, name=None):
+        """The dataset ``count`` times over (forever for None or -1)."""
+        forever = count is None or count == -1
+
+        def make():
+            done = 0
+            while forever or done < count:
+                produced = False
+                for element in self._iterate():
+                    produced = True
+                    yield element
+                done += 1
+                if not produced:   # an empty dataset repeated forever is empty, not a hang
+                    return
+        if forever:
+            n = 0 if self._cardinality == 0 else INFINITE_CARDINALITY
+        else:
+            n = self._cardinality * count if self._cardinality >= 0 else self._cardinality
+        return Dataset(make, self._spec, n)
+
+    def take(self, count, name=None):
+        count = int(count)
+
+        def make():
+            if count == 0:
+                return
+            for i, element in enumerate(self._iterate()):
+                yield element
+                if count > 0 and i + 1 >= count:
+                    return
+        n = self._cardinality
+        if count >= 0:
+            n = count if n == INFINITE_CARDINALITY else min(n, count) if n >= 0 else n
+        return Dataset(make, self._spec, n)
+
+    def skip(self, count, name=None):
+        count = int(count)
+
+        def make():
+            for i, element in enumerate(self._iterate()):
+                if count < 0 or i < count:
+                    continue
+                yield element
+        n = self._cardinality
+        if count < 0:
+            n = 0
+        elif n >= 0:
+            n = max(0, n - count)
+        return Dataset(make, self._spec, n)
+
+    def cache(self, filename="", name=None):
+        """Keep the elements of the first complete pass in memory and replay them
+        (a ``filename`` is not supported: the cache is in memory only)."""
+        if filename:
+            raise NotImplementedError("Dataset.cache(filename): only the in-memory cache "
+                                      "(filename='') is supported")
+        store = {"elements": None}
+
+        def make():
+            if store["elements"] is not None:
+                yield from store["elements"]
+                return
+            seen = []
+            for element in self._iterate():
+                seen.append(element)
+                yield element
+            store["elements"] = seen
+        return Dataset(make, self._spec, self._cardinality)
+
+    def prefetch(self, buffer_size, name=None):
+        """Accepted for TensorFlow code; elements are made on demand."""
+        return self
+
+    def concatenate(self, dataset, name=None):
+        def make():
+            yield from self._iterate()
+            yield from dataset._iterate()
+        a, b = self._cardinality, dataset._cardinality
+        n = a + b if a >= 0 and b >= 0 else (INFINITE_CARDINALITY if INFINITE_CARDINALITY in
+                                              (a, b) else UNKNOWN_CARDINALITY)
+        return Dataset(make, self._spec, n)
+
+    def enumerate(self, start=0, name=None):
+        def make():
+            for i, element in enumerate(self._iterate(), start):
+                yield (np.asarray(i, np.int64), element)
+        return Dataset(make, (TensorSpec((), np.int64), self._spec), self._cardinality)
+
+    # --- reading -----------------------------------------------------------------------------------
+    def _iterate(self):
+        return self._make()
+
+    def _peek(self):
+        """The first element (runs the pipeline: only where no spec could be worked out)."""
+        return next(iter(self._make()), None) if self._cardinality != 0 else None
+
+    def __iter__(self):
+        for element in self._iterate():
+            yield _as_tensors(element)
+
+    def as_numpy_iterator(self):
+        """Elements as numpy arrays (scalars as numpy scalars), as TensorFlow's."""
+        for element in self._iterate():
+            yield nest.map_structure(lambda a: a[()] if a.ndim == 0 else a, element)
+
+    @property
+    def element_spec(self):
+        """The structure of ``TensorSpec`` of one element (a leading None: a batch whose size
+        varies)."""
+        if self._spec is None:
+            first = self._peek()
+            self._spec = None if first is None else _spec_of(first)
+        return self._spec
+
+    def cardinality(self):
+        """The number of elements, ``INFINITE_CARDINALITY`` (-1) or ``UNKNOWN_CARDINALITY`` (-2)."""
+        return self._cardinality
+
+    def __len__(self):
+        if self._cardinality == INFINITE_CARDINALITY:
+            raise TypeError("The dataset is infinite.")
+        if self._cardinality == UNKNOWN_CARDINALITY:
+            raise TypeError("The dataset length is unknown.")
+        return self._cardinality
+
+    def __bool__(self):
+        return True
+
+    def __repr__(self):
+        return f"<Dataset element_spec={self.element_spec}>"
+
+
+def _traced_spec(traced, spec):
+    """The element spec after a map, from tracing its function on the input spec (no data
+    read, no random draws); None when it cannot be traced (then ``element_spec`` looks at the
+    first element)."""
+    from ..tracing.tracer import TraceError
+    if spec is None:
+        return None
+    try:
+        concrete = _call(traced.get_concrete_function, spec)
+    except (TraceError, TypeError, ValueError):
+        return None
+    graph = concrete.graph
+    specs = [TensorSpec(*graph.types[v]) for v in graph.outputs]
+    template = concrete._outputs_template
+    if isinstance(template, Tensor):
+        return specs[0]
+    try:
+        return nest.pack_sequence_as(template, specs)
+    except ValueError:
+        return None
+
+
+def _stack(elements):
+    leaves = [nest.flatten(e) for e in elements]
+    return nest.pack_sequence_as(elements[0], [np.stack(column) for column in zip(*leaves)])
+
+
+def _min_cardinality(values):
+    known = [v for v in values if v >= 0]
+    if known:
+        return min(known)
+    return UNKNOWN_CARDINALITY if UNKNOWN_CARDINALITY in values else INFINITE_CARDINALITY
