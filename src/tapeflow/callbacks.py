@@ -13,7 +13,8 @@ import sys
 
 
 __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "EarlyStopping",
-           "ModelCheckpoint", "TerminateOnNaN", "CSVLogger", "LearningRateScheduler"]
+           "ModelCheckpoint", "TerminateOnNaN", "CSVLogger", "LearningRateScheduler",
+           "ReduceLROnPlateau"]
 
 
 class Callback:
@@ -369,6 +370,54 @@ class LearningRateScheduler(Callback):
     def on_epoch_end(self, epoch, logs=None):
         if logs is not None:
             logs["learning_rate"] = float(self.model.optimizer.learning_rate)
+
+
+class ReduceLROnPlateau(_Monitor):
+    """Multiply the learning rate by ``factor`` when ``monitor`` has not improved (by more
+    than ``min_delta``) for ``patience`` epochs, then wait ``cooldown`` epochs before counting
+    again; never below ``min_lr`` (Keras 3's rules).  The rate is logged as ``learning_rate``.
+    """
+
+    def __init__(self, monitor="val_loss", factor=0.1, patience=10, verbose=0, mode="auto",
+                 min_delta=1e-4, cooldown=0, min_lr=0.0, **kwargs):
+        super().__init__(monitor, mode, min_delta)
+        if not 0 <= factor < 1:
+            raise ValueError(f"ReduceLROnPlateau: factor must be in [0, 1), got {factor}")
+        self.factor = float(factor)
+        self.patience = int(patience)
+        self.verbose = verbose
+        self.cooldown = int(cooldown)
+        self.min_lr = float(min_lr)
+        self.wait = self.cooldown_counter = 0
+        self.best = None
+
+    def on_train_begin(self, logs=None):
+        self.wait = self.cooldown_counter = 0
+        self.best = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs if logs is not None else {}
+        optimizer = self.model.optimizer
+        logs["learning_rate"] = float(optimizer.learning_rate)
+        value = self._value(logs)
+        if value is None:
+            return
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.wait = 0
+        if self._improved(value, self.best):
+            self.best, self.wait = value, 0
+        elif self.cooldown_counter == 0:
+            self.wait += 1
+            if self.wait >= self.patience:
+                old = float(optimizer.learning_rate)
+                if old > self.min_lr:
+                    optimizer.learning_rate = max(old * self.factor, self.min_lr)
+                    if self.verbose:
+                        print(f"Epoch {epoch + 1}: ReduceLROnPlateau reducing learning rate "
+                              f"to {float(optimizer.learning_rate):.6g}.")
+                    self.cooldown_counter = self.cooldown
+                    self.wait = 0
 
 
 def _positional_count(fn):
