@@ -27,6 +27,28 @@ class backend:  # noqa: N801 - a namespace, as keras.backend
 
 
 class utils:  # noqa: N801 - a namespace, as keras.utils
+    register_keras_serializable = register_serializable
+
+    @staticmethod
+    def to_categorical(x, num_classes=None):
+        """Integer class labels as one-hot rows of float32, as ``keras.utils.to_categorical``
+        (a trailing axis of size 1 is dropped first)."""
+        import numpy as np
+        labels = np.asarray(x.numpy() if hasattr(x, "numpy") else x)
+        if labels.dtype.kind not in "biu" and not (
+                labels.dtype.kind == "f" and np.array_equal(labels, np.round(labels))):
+            raise ValueError(f"to_categorical: labels must be integers, got dtype {labels.dtype}")
+        labels = labels.astype(np.int64)
+        if labels.ndim > 1 and labels.shape[-1] == 1:
+            labels = labels[..., 0]
+        if labels.size and labels.min() < 0:
+            raise ValueError("to_categorical: labels must be >= 0")
+        n = int(labels.max()) + 1 if num_classes is None else int(num_classes)
+        if labels.size and labels.max() >= n:
+            raise ValueError(f"to_categorical: label {int(labels.max())} is not below "
+                             f"num_classes={n}")
+        return np.eye(n, dtype=np.float32)[labels]
+
     @staticmethod
     def set_random_seed(seed):
         """Seed tapeflow's random draws (initializers, dropout, shuffling), as Keras's."""
