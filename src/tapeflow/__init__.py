@@ -7,6 +7,7 @@ from . import optimizers  # noqa: F401
 from . import losses, metrics  # noqa: F401
 from . import activations, callbacks, initializers, layers, models, regularizers  # noqa: F401
 from . import keras  # noqa: F401
+from . import autodiff  # noqa: F401
 from .models import Model, Sequential  # noqa: F401
 from .core import nest  # noqa: F401
 from .core.custom_gradient import custom_gradient  # noqa: F401

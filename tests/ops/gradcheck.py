@@ -14,6 +14,14 @@ weighted sums are added); ``args`` are arrays, checked in float64.
 ``check_jacobian`` and ``check_batch_jacobian`` compare the vectorized
 jacobians with one ``tape.gradient`` per output element.
 
+Forward mode (``tf.autodiff.ForwardAccumulator``), over the same cases:
+
+* ``check_jvp``: the JVP ``J v`` for a random direction ``v`` against central finite
+  differences (one input element at a time, weighted by ``v``), and against reverse mode
+  by the dot-product identity ``<w, J v> = <J^T w, v>``;
+* ``check_forward_over_reverse``: the accumulator's JVP of the tape gradient (a
+  Hessian-vector product, forward over reverse) against central differences of the gradient.
+
 Every check raises ``AssertionError`` with the arrays involved on a mismatch.
 """
 import warnings
@@ -25,6 +33,8 @@ import tapeflow as tf
 __all__ = [
     "check_grads", "check_vjp", "check_hvp", "check_jacobian", "check_batch_jacobian",
     "numerical_vjp", "tape_vjp", "EPS", "RTOL", "ATOL",
+    "forward_jvp", "numerical_jvp", "check_jvp", "forward_over_reverse_hvp",
+    "check_forward_over_reverse",
 ]
 
 EPS = 1e-6    # central-difference step
@@ -99,21 +109,24 @@ def tape_vjp(fn, arrays, ws):
     return [np.asarray(g._value) for g in grads]
 
 
-def numerical_vjp(fn, arrays, ws, eps=EPS):
-    """Central differences of sum(fn(x) * w), one input element at a time."""
-    grads = []
+def _element_steps(fn, arrays, eps):
+    """(arg i, index, fn's outputs at x + eps e, at x - eps e) for every input element e."""
     for i, a in enumerate(arrays):
-        g = np.zeros_like(a)
         for idx in np.ndindex(a.shape):
             plus, minus = list(arrays), list(arrays)
             p, m = a.copy(), a.copy()
             p[idx] += eps
             m[idx] -= eps
             plus[i], minus[i] = p, m
-            op, om = _evaluate(fn, plus), _evaluate(fn, minus)
-            # difference elementwise first: outputs that do not move cancel exactly
-            g[idx] = sum(np.sum(w * (u - v)) for w, u, v in zip(ws, op, om)) / (2 * eps)
-        grads.append(g)
+            yield i, idx, _evaluate(fn, plus), _evaluate(fn, minus)
+
+
+def numerical_vjp(fn, arrays, ws, eps=EPS):
+    """Central differences of sum(fn(x) * w), one input element at a time."""
+    grads = [np.zeros_like(a) for a in arrays]
+    for i, idx, op, om in _element_steps(fn, arrays, eps):
+        # difference elementwise first: outputs that do not move cancel exactly
+        grads[i][idx] = sum(np.sum(w * (u - v)) for w, u, v in zip(ws, op, om)) / (2 * eps)
     return grads
 
 
@@ -145,21 +158,23 @@ def tape_hvp(fn, arrays, ws, vs):
     return [np.asarray(h._value) for h in hv]
 
 
-def check_hvp(fn, args, ws=None, vs=None, *, eps=EPS, rtol=RTOL, atol=ATOL, seed=0):
-    """Nested-tape H v against (g(x + eps v) - g(x - eps v)) / (2 eps), g the tape gradient."""
+def check_hvp(fn, args, ws=None, vs=None, *, eps=EPS, rtol=RTOL, atol=ATOL, seed=0,
+              hvp=None, what="second-order (Hessian-vector product)"):
+    """Nested-tape H v against (g(x + eps v) - g(x - eps v)) / (2 eps), g the tape gradient.
+
+    ``hvp(fn, arrays, ws, vs)`` replaces the nested tapes (``tape_hvp``) as the H v checked."""
     arrays = _as_arrays(args)
     rng = np.random.default_rng(seed)
     if ws is None:
         ws = _cotangents(fn, arrays, rng)
     if vs is None:
         vs = [rng.standard_normal(a.shape) for a in arrays]
-    analytic = tape_hvp(fn, arrays, ws, vs)
+    analytic = (hvp or tape_hvp)(fn, arrays, ws, vs)
     gp = tape_vjp(fn, [a + eps * v for a, v in zip(arrays, vs)], ws)
     gm = tape_vjp(fn, [a - eps * v for a, v in zip(arrays, vs)], ws)
     numeric = [(p - m) / (2 * eps) for p, m in zip(gp, gm)]
     extra = "\n".join(f"  direction v{k}:\n{np.array2string(v, precision=17, threshold=64)}" for k, v in enumerate(vs))
-    _compare("second-order (Hessian-vector product)", analytic, numeric, rtol, atol, arrays,
-             f"\ndirections:\n{extra}")
+    _compare(what, analytic, numeric, rtol, atol, arrays, f"\ndirections:\n{extra}")
     return analytic
 
 
@@ -257,3 +272,64 @@ def check_batch_jacobian(fn, x, *, chunk_sizes=(None, 2), rtol=1e-10, atol=1e-12
                                  f"expected {expected.shape}")
         np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol,
                                    err_msg=f"batch_jacobian(chunk_size={chunk}) vs diagonal of jacobian")
+
+
+# --- forward mode ------------------------------------------------------------------------------
+def forward_jvp(fn, arrays, vs):
+    """The tangents of fn's outputs along ``vs`` from a ForwardAccumulator (zeros if unconnected)."""
+    xs = _tensors(arrays)
+    with tf.autodiff.ForwardAccumulator(xs, [tf.constant(v) for v in vs]) as acc:
+        outs = _flat_outputs(fn(*xs))
+    return [np.asarray(t._value) for t in acc.jvp(outs, unconnected_gradients="zero")]
+
+
+def numerical_jvp(fn, arrays, vs, eps=EPS):
+    """Sum over input elements of v[idx] times the central difference in that element alone
+    (the steps of ``numerical_vjp``, so a domain chosen to make them exact keeps them exact)."""
+    outs = [np.zeros_like(o) for o in _evaluate(fn, arrays)]
+    for i, idx, op, om in _element_steps(fn, arrays, eps):
+        for out, u, w in zip(outs, op, om):
+            out += vs[i][idx] * ((u - w) / (2 * eps))
+    return outs
+
+
+def check_jvp(fn, args, vs=None, *, eps=EPS, rtol=RTOL, atol=ATOL, seed=0, dot_rtol=None):
+    """Forward-mode J v against central differences along v, and against the tape's J^T w
+    (to ``dot_rtol`` of sum |w * Jv|; by default ``rtol``: a case through float32 rounds)."""
+    arrays = _as_arrays(args)
+    rng = np.random.default_rng(seed)
+    if vs is None:
+        vs = [rng.standard_normal(a.shape) for a in arrays]
+    analytic = forward_jvp(fn, arrays, vs)
+    numeric = numerical_jvp(fn, arrays, vs, eps)
+    extra = "\n".join(f"  direction v{k}:\n{np.array2string(v, precision=17, threshold=64)}"
+                      for k, v in enumerate(vs))
+    _compare("forward mode (JVP)", analytic, numeric, rtol, atol, arrays, f"\ndirections:\n{extra}")
+    # <w, J v> = <J^T w, v>: forward mode against reverse mode, to rounding
+    ws = [rng.standard_normal(o.shape) for o in analytic]
+    forward = sum(float(np.sum(w * t)) for w, t in zip(ws, analytic))
+    reverse = sum(float(np.sum(g * v)) for g, v in zip(tape_vjp(fn, arrays, ws), vs))
+    dot_rtol = rtol if dot_rtol is None else dot_rtol
+    scale = sum(float(np.sum(np.abs(w * t))) for w, t in zip(ws, analytic)) + 1e-300
+    if abs(forward - reverse) > dot_rtol * scale + 1e-12:
+        raise AssertionError(f"forward mode (JVP): <w, J v> = {forward!r} but <J^T w, v> = "
+                             f"{reverse!r} from the tape\ninputs:\n{_describe(arrays)}{extra}")
+    return analytic
+
+
+def forward_over_reverse_hvp(fn, arrays, ws, vs):
+    """The accumulator's JVP along v of tape.gradient(sum(fn(x) * w), x): forward over reverse."""
+    xs = _tensors(arrays)
+    with tf.autodiff.ForwardAccumulator(xs, [tf.constant(v) for v in vs]) as acc:
+        with tf.GradientTape() as tape:
+            tape.watch(xs)
+            loss = _weighted_sum(_flat_outputs(fn(*xs)), ws)
+        grads = tape.gradient(loss, xs, unconnected_gradients="zero")
+    return [np.asarray(h._value) for h in acc.jvp(grads, unconnected_gradients="zero")]
+
+
+def check_forward_over_reverse(fn, args, ws=None, vs=None, **kw):
+    """``check_hvp`` with the H v taken forward over reverse: the JVP of every op a backward
+    pass runs, against central differences of the tape gradient."""
+    return check_hvp(fn, args, ws, vs, hvp=forward_over_reverse_hvp,
+                     what="forward-over-reverse (Hessian-vector product)", **kw)

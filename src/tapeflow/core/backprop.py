@@ -71,11 +71,11 @@ def backward(tape_id, targets, seeds, sources, batch_ndim=0, release=False):
 
 def _backward(tape_id, targets, seeds, sources, batch_ndim, release):
     source_ids = {s._id for s in sources}
-    # With no tape recording this pass, cotangents of a tensor used many times are collected
-    # and summed in one go when needed (a training loop's variables, T1's 200 uses of s);
-    # a recorded (or traced) pass adds them as ops, so that the sum can be differentiated.
+    # With no tape or accumulator seeing this pass, cotangents of a tensor used many times are
+    # collected and summed in one go when needed (a training loop's variables, T1's 200 uses
+    # of s); a recorded (or traced) pass adds them as ops, so that the sum can be differentiated.
     ctx = context()
-    lazy = not ctx.tapes and ctx.trace is None
+    lazy = not ctx.tapes and not ctx.accumulators and ctx.trace is None
     grads = {}
     for t, seed in zip(targets, seeds):
         _accumulate(grads, t._id, seed)

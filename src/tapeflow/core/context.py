@@ -1,7 +1,7 @@
 """The one piece of run-time state tapeflow keeps: a context object per thread.
 
 Everything that changes while a program runs lives here, not in module
-globals: the tapes recording now, custom_gradient's variable watchers,
+globals: the tapes recording now, the forward-mode accumulators, custom_gradient's variable watchers,
 ``gradient_override_map`` scopes, the graph being traced, layer name scopes
 and name counts, the default random state and the current device.  It is
 thread-local, as TensorFlow's tape stack is: a tape open in one thread never
@@ -46,15 +46,16 @@ class RandomState:
 class Context:
     """One thread's state; ``context()`` is the calling thread's.
 
-    ``active`` is True while anything wants to see ops as they run (a tape, a
-    variable watcher or a trace): ``apply`` checks only this flag on its fast path.
+    ``active`` is True while anything wants to see ops as they run (a tape, a forward
+    accumulator, a variable watcher or a trace): ``apply`` checks only this flag on its fast path.
     """
 
-    __slots__ = ("tapes", "watchers", "overrides", "trace", "name_scopes", "name_counts",
+    __slots__ = ("tapes", "accumulators", "watchers", "overrides", "trace", "name_scopes", "name_counts",
                  "random", "device", "functions_run_eagerly", "active")
 
     def __init__(self):
         self.tapes = []             # GradientTapes recording now, outermost first
+        self.accumulators = []      # ForwardAccumulators recording now, outermost first
         self.watchers = []          # custom_gradient's watchers of the Variables its function reads
         self.overrides = []         # gradient_override_map scopes: {op name: gradient name}
         self.trace = None           # the graph being traced (tracing.tracer.Tracer), or None
@@ -66,8 +67,8 @@ class Context:
         self.active = False
 
     def refresh(self):
-        """Recompute ``active`` after a tape, watcher or trace came or went."""
-        self.active = bool(self.tapes or self.watchers or self.trace is not None)
+        """Recompute ``active`` after a tape, accumulator, watcher or trace came or went."""
+        self.active = bool(self.tapes or self.accumulators or self.watchers or self.trace is not None)
 
 
 class _PerThread(threading.local):
@@ -88,18 +89,18 @@ def context():
 def reset():
     """Start this thread's context afresh: no tapes, scopes or names, an unseeded random state.
 
-    Refuses while a tape is recording or a function is being traced, which would be left
-    pointing at state that no longer exists.
+    Refuses while a tape or forward accumulator is recording or a function is being traced,
+    which would be left pointing at state that no longer exists.
     """
     ctx = PER_THREAD.context
-    if ctx.tapes or ctx.trace is not None:
-        raise RuntimeError("clear_session() was called inside a GradientTape or a traced "
-                           "function; call it between them.")
+    if ctx.tapes or ctx.accumulators or ctx.trace is not None:
+        raise RuntimeError("clear_session() was called inside a GradientTape, a ForwardAccumulator "
+                           "or a traced function; call it between them.")
     ctx.__init__()
 
 
 class init_scope:  # noqa: N801 - TensorFlow's name, used as a statement
-    """Run the block eagerly, outside any trace and tape (TensorFlow's ``tf.init_scope``).
+    """Run the block eagerly, outside any trace, tape and accumulator (TensorFlow's ``tf.init_scope``).
 
     Creating state (a layer's weights on its first call, an optimizer's slots)
     inside a traced function happens here: the initial values are computed
@@ -108,15 +109,15 @@ class init_scope:  # noqa: N801 - TensorFlow's name, used as a statement
 
     def __enter__(self):
         ctx = PER_THREAD.context
-        self._saved = (ctx.trace, ctx.tapes, ctx.watchers, ctx.random)
+        self._saved = (ctx.trace, ctx.tapes, ctx.accumulators, ctx.watchers, ctx.random)
         if ctx.trace is not None:  # the random state outside every trace: draws here are real
             ctx.random = getattr(ctx.trace, "eager_random", None) or ctx.random
-        ctx.trace, ctx.tapes, ctx.watchers = None, [], []
+        ctx.trace, ctx.tapes, ctx.accumulators, ctx.watchers = None, [], [], []
         ctx.refresh()
         return self
 
     def __exit__(self, *exc):
         ctx = PER_THREAD.context
-        ctx.trace, ctx.tapes, ctx.watchers, ctx.random = self._saved
+        ctx.trace, ctx.tapes, ctx.accumulators, ctx.watchers, ctx.random = self._saved
         ctx.refresh()
         return False

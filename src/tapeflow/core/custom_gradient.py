@@ -109,7 +109,7 @@ def _call(f, cache, args, kwargs):
         outputs = ctx.trace.custom_gradient(fname, inputs, variables, flat, flat_grad_fn)
     else:
         outputs = tuple(Tensor(t._value) for t in flat)
-    if ctx.tapes or ctx.watchers:
+    if ctx.tapes or ctx.watchers or ctx.accumulators:  # forward mode's JVP comes from grad_fn too
         rule = GradientRule(_rule_for(fname, flat_grad_fn, variables), saves=(), vectorized=False)
         record(_CustomOp(rule), tuple(inputs) + tuple(variables), outputs, None)
     return nest.pack_sequence_as(result, list(outputs))

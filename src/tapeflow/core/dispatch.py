@@ -1,8 +1,8 @@
 """``apply``: the one path by which an op runs.
 
 Eagerly, an op's forward runs on its inputs' arrays; when anything is
-watching (a tape, custom_gradient's variable watcher) the op is also recorded
-(``graph.record``); while a function is traced, the op becomes an equation of
+watching (a tape, a forward accumulator, custom_gradient's variable watcher) the op is
+also recorded (``graph.record``); while a function is traced, the op becomes an equation of
 the graph instead (``tracing.tracer.Tracer.apply``) and runs on no data.  ``primitive``
 turns array code into such an op.
 """
@@ -32,7 +32,7 @@ def apply(op, inputs, attrs=None):
                 record(op, inputs, (result,), attrs, ctx)
             return result
         results = tuple([Tensor(o) for o in out])
-    if ctx.active and (ctx.tapes or ctx.watchers):
+    if ctx.active and (ctx.tapes or ctx.watchers or ctx.accumulators):
         record(op, inputs, results, attrs, ctx)
     return results[0] if op.num_outputs == 1 else results
 

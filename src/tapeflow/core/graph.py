@@ -10,6 +10,8 @@ which is how several tapes, each watching its own tensors, share one graph.
 A node keeps only what its gradient rule declared it needs: an op whose rule
 does not read its inputs (``Add``, ``Reshape``, ``Relu`` saves its output
 instead) does not keep them alive.
+
+Forward-mode accumulators (``forward.py``) see every op here too, after the tapes.
 """
 import itertools
 
@@ -101,6 +103,9 @@ def record(op, inputs, outputs, attrs, ctx=None):
     """
     if ctx is None:
         ctx = PER_THREAD.context
+    if ctx.accumulators:
+        _record_then_push_forward(op, inputs, outputs, attrs, ctx)
+        return
     if ctx.watchers:
         for watcher in ctx.watchers:
             for t in inputs:
@@ -171,6 +176,21 @@ def record(op, inputs, outputs, attrs, ctx=None):
         node.out_meta = tuple([(o._value.shape, o._value.dtype) for o in outputs])
         for o in outputs:
             o._node = node
+
+
+def _record_then_push_forward(op, inputs, outputs, attrs, ctx):
+    """``record`` with accumulators: the tapes first (a JVP reads the op's records through its
+    gradient rule), then each accumulator, outermost first, computes the outputs' tangents."""
+    accumulators = ctx.accumulators
+    if ctx.tapes or ctx.watchers:
+        ctx.accumulators = []
+        try:
+            record(op, inputs, outputs, attrs, ctx)
+        finally:
+            ctx.accumulators = accumulators
+    if ctx.trace is None:  # as tapes, accumulators do not see the ops of a function being traced
+        for position, accumulator in enumerate(accumulators):
+            accumulator._push_forward(op, inputs, outputs, attrs, position, ctx)
 
 
 def _watches(tape, inputs):
