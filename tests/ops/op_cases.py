@@ -755,6 +755,130 @@ case("inv", "MatrixInverse", lambda a: tf.linalg.inv(a), matrices_spec(), well_c
 case("det", "MatrixDeterminant", lambda a: tf.linalg.det(a), matrices_spec(), well_conditioned())
 case("logdet", ("MatrixDeterminant", "Log"), lambda a: tf.linalg.logdet(a), matrices_spec(), spd())
 
+
+# --- decompositions (ops/linalg_decompositions.py) and the solves built on them ---------------------
+def spaced_spectrum(gap=0.3):
+    """Matrices Q diag(w) Qᵀ (square) or U diag(s) Vᵀ, Q/U/V random orthogonal, the values at
+    least ``gap`` apart in [0.5, 0.5 + gap k + 1]: eigen/singular vectors are well defined
+    (distinct values) and the matrices well conditioned."""
+    def sample(rng, shapes):
+        out = []
+        for shape in shapes:
+            *batch, m, n = shape
+            k = min(m, n)
+            mats = []
+            for _ in range(int(np.prod(batch, dtype=np.int64))):
+                u = np.linalg.qr(rng.standard_normal((m, m)))[0]
+                v = u if m == n else np.linalg.qr(rng.standard_normal((n, n)))[0]
+                w = 0.5 + gap * rng.permutation(k) + rng.uniform(0, 1) + rng.uniform(0, gap / 4, k)
+                w = w * rng.choice([-1.0, 1.0], size=k) if m == n and v is u else w
+                mats.append((u[:, :k] * w) @ v[:, :k].T)
+            out.append(np.array(mats).reshape(shape))
+        return out
+    return Domain(f"Q diag(w) Qᵀ / U diag(s) Vᵀ, random orthogonal factors, values at least {gap} "
+                  f"apart with |w| in [0.5, 2.5 + {gap}n]", sample)
+
+
+def rect_spec(min_batch=0, max_batch=1, square=False, wide=None):
+    """Matrices [batch..., M, N] (M == N if ``square``; M <= N if ``wide`` is True)."""
+    def spec(draw):
+        m = draw(st.integers(1, MAX_SIDE))
+        n = m if square else draw(st.integers(m if wide else 1, MAX_SIDE))
+        return {}, [draw(shape_st(min_batch, max_batch, max_side=3)) + (m, n)]
+    return spec
+
+
+def triangular_solve_spec(draw):
+    params, shapes = solve_spec(draw)
+    params["lower"] = draw(st.booleans())
+    return params, shapes
+
+
+def _spd(m):
+    """M Mᵀ + n I: symmetric positive definite for any M (finite differences stay in the domain)."""
+    n = m.shape[-1]
+    return tf.matmul(m, m, transpose_b=True) + float(n) * tf.eye(n, dtype=m.dtype)
+
+
+def _near_identity(x):
+    """I + x/4: its triangles are well conditioned for x in [-2, 2] and 4x4 or smaller."""
+    n = x.shape[-1]
+    return tf.eye(n, dtype=x.dtype) + 0.25 * x
+
+
+def _flip_first_row(x):
+    """x with its first row negated: a negative determinant where x's is positive."""
+    n = x.shape[-1]
+    return x * tf.constant(np.where(np.arange(n)[:, None] == 0, -1.0, 1.0))
+
+
+def _lstsq_spec(fast=True):
+    def spec(draw):
+        m, n, k = (draw(st.integers(1, MAX_SIDE)) for _ in range(3))
+        b = draw(shape_st(0, 1, max_side=2))
+        return {"l2": draw(st.sampled_from([0.0, 0.5])) if fast else None}, [b + (m, n), b + (m, k)]
+    return spec
+
+
+def _pinv_rank_deficient_spec(draw):
+    r = draw(st.integers(1, 2))
+    m, n = draw(st.integers(r + 1, MAX_SIDE)), draw(st.integers(r + 1, MAX_SIDE))
+    return {}, [(m, r), (r, n)]
+
+
+_SVD_NOTE = "sign-invariant functions of u and v (u∘u, v∘v): their columns' signs are arbitrary"
+case("cholesky", "Cholesky", lambda m: tf.linalg.cholesky(_spd(m)), matrices_spec(),
+     note="input M Mᵀ + n I, built inside: symmetric positive definite for any M")
+case("triangular_solve", "MatrixTriangularSolve", lambda a, b, lower, adjoint:
+     tf.linalg.triangular_solve(_near_identity(a), b, lower=lower, adjoint=adjoint),
+     triangular_solve_spec, note="batch axes broadcast; the other triangle of a is ignored")
+case("cholesky_solve", ("Cholesky", "MatrixTriangularSolve"), lambda m, b:
+     tf.linalg.cholesky_solve(tf.linalg.cholesky(_spd(m)), b), lambda draw: ({}, solve_spec(draw)[1]))
+case("eigh", "SelfAdjointEigV2", lambda a: (lambda e, v: [e, v * v])(*tf.linalg.eigh(a)),
+     rect_spec(square=True), spaced_spectrum(), rtol=1e-5, atol=1e-7,
+     note="the input unsymmetrized: the forward reads, and the rule returns, the lower triangle")
+case("eigh_reconstruct", ("SelfAdjointEigV2",), lambda a: (lambda e, v: tf.matmul(
+    v * tf.expand_dims(e, -2), v, transpose_b=True))(*tf.linalg.eigh(0.5 * (a + tf.linalg.adjoint(a)))),
+     rect_spec(square=True), spaced_spectrum(), rtol=1e-5, atol=1e-7)
+case("svd", "Svd", lambda a: (lambda s, u, v: [s, u * u, v * v])(*tf.linalg.svd(a)),
+     rect_spec(), spaced_spectrum(), rtol=1e-5, atol=1e-7, note=_SVD_NOTE + "; tall and wide")
+case("svd_full_square", "Svd", lambda a: (lambda s, u, v: [u * u, tf.matmul(
+    u * tf.expand_dims(s, -2), v, transpose_b=True)])(*tf.linalg.svd(a, full_matrices=True)),
+     rect_spec(square=True), spaced_spectrum(), rtol=1e-5, atol=1e-7)
+case("svd_values", "Svd", lambda a: tf.linalg.svd(a, compute_uv=False), rect_spec(),
+     spaced_spectrum())
+case("qr", "Qr", lambda a: list(tf.linalg.qr(a)), rect_spec(), spaced_spectrum(),
+     rtol=1e-5, atol=1e-7, note="tall (reduced), square and wide inputs")
+case("qr_full_wide", "Qr", lambda a: list(tf.linalg.qr(a, full_matrices=True)),
+     rect_spec(wide=True), spaced_spectrum(), rtol=1e-5, atol=1e-7)
+case("slogdet", "LogMatrixDeterminant", lambda a: list(tf.linalg.slogdet(a)), matrices_spec(),
+     well_conditioned(), note="sign is piecewise constant: its cotangent is dropped")
+case("slogdet_negative_det", "LogMatrixDeterminant",
+     lambda a: tf.linalg.slogdet(_flip_first_row(a))[1], matrices_spec(), well_conditioned())
+case("pinv", "MatrixPinv", lambda a: tf.linalg.pinv(a), rect_spec(), spaced_spectrum(),
+     rtol=1e-5, atol=1e-7)
+case("pinv_rank_deficient", "MatrixPinv", lambda x, y: tf.linalg.pinv(tf.matmul(x, y)),
+     _pinv_rank_deficient_spec, spaced_spectrum(), rtol=1e-5, atol=1e-7,
+     note="a rank-r product: the rule holds at constant rank")
+case("lstsq", ("Cholesky", "MatrixTriangularSolve", "BatchMatMulV2"), lambda a, b, l2:
+     tf.linalg.lstsq(a, b, l2_regularizer=l2), _lstsq_spec(), per_arg(spaced_spectrum(), REAL),
+     rtol=1e-5, atol=1e-7, note="normal equations, tall and wide")
+case("lstsq_l2", ("Cholesky", "MatrixTriangularSolve", "BatchMatMulV2"), lambda a, b, l2:
+     tf.linalg.lstsq(a, b, l2_regularizer=0.5), _lstsq_spec(fast=False), per_arg(REAL, REAL),
+     rtol=1e-5, atol=1e-7, note="ridge: positive definite for any matrix (traces with zeros)")
+case("lstsq_slow", "MatrixPinv", lambda a, b, l2: tf.linalg.lstsq(a, b, fast=False),
+     _lstsq_spec(fast=False), per_arg(spaced_spectrum(), REAL), rtol=1e-5, atol=1e-7)
+case("matvec", "BatchMatMulV2", lambda a, b, transpose_a: tf.linalg.matvec(
+    a, b, transpose_a=transpose_a), lambda draw: (lambda ta, m, n, batch: (
+        {"transpose_a": ta}, [batch + ((n, m) if ta else (m, n)), (n,)]))(
+        draw(st.booleans()), draw(st.integers(1, MAX_SIDE)), draw(st.integers(1, MAX_SIDE)),
+        draw(shape_st(0, 2, max_side=3))))
+case("band_part", "Mul", lambda a, lower, upper: tf.linalg.band_part(a, lower, upper),
+     lambda draw: ({"lower": draw(st.integers(-1, 2)), "upper": draw(st.integers(-1, 2))},
+                   [draw(shape_st(0, 1, max_side=3)) + (draw(st.integers(1, MAX_SIDE)),) * 2]))
+case("global_norm", ("Sqrt", "Sum"), lambda x, y: tf.linalg.global_norm([x, y]),
+     lambda draw: ({}, [draw(shape_st(0, 2)), draw(shape_st(0, 2))]), AWAY_FROM_ZERO)
+
 # --- neural-network ops -----------------------------------------------------------------------------
 case("softmax", "Softmax", lambda x, axis: tf.nn.softmax(x, axis=axis), axis_spec())
 case("log_softmax", "LogSoftmax", lambda x, axis: tf.nn.log_softmax(x, axis=axis), axis_spec())
@@ -1283,4 +1407,11 @@ BATCH_CASES = [
     BatchCase("roll", lambda x: tf.roll(x, [1, -2], [1, 2]), (2, 3)),
     BatchCase("xlogy", lambda x: tf.math.xlogy(x, x * x + 1.0), (3,)),
     BatchCase("linalg_diag", lambda x: tf.linalg.diag(x, k=1), (3,)),
+    BatchCase("cholesky", lambda x: tf.linalg.cholesky(_spd(x)), (3, 3)),
+    BatchCase("eigh", lambda x: (lambda e, v: tf.concat([e, tf.reshape(v * v, [-1, 9])], 1))(
+        *tf.linalg.eigh(x)), (3, 3), spaced_spectrum()),
+    BatchCase("svd", lambda x: (lambda s, u, v: tf.concat([s, tf.reshape(u * u, [-1, 6])], 1))(
+        *tf.linalg.svd(x)), (3, 2), spaced_spectrum()),
+    BatchCase("qr", lambda x: tf.reshape(tf.linalg.qr(x)[1], [-1, 4]), (3, 2), spaced_spectrum()),
+    BatchCase("pinv", lambda x: tf.linalg.pinv(x), (2, 3), spaced_spectrum()),
 ]

@@ -1,4 +1,6 @@
-"""Matrix products and linear algebra: matmul, einsum, solve, inv, det.
+"""Matrix products and linear algebra: matmul, einsum, solve, inv, det, matvec, band_part.
+
+Decompositions and the solves built on them are in ``linalg_decompositions``.
 
 ``matmul`` broadcasts its leading (batch) axes as numpy does, which is what
 lets its rule take jacobian cotangents unchanged.
@@ -10,12 +12,13 @@ import numpy as np
 from ..core.dispatch import apply
 from ..core.registry import Inline, def_primitive, register_gradient
 from ..core.tensor import Tensor
-from ._util import array_module, binary_operands, lead_shape
+from ._util import array_module, as_tensor, binary_operands, lead_shape
 from .elementwise import log
 from .reduce import reduce_sum
 from .shape import broadcast_to, expand_dims, matrix_transpose, reshape
 
-__all__ = ["matmul", "einsum", "solve", "inv", "det", "logdet", "tensordot", "trace", "diag_part"]
+__all__ = ["matmul", "einsum", "solve", "inv", "det", "logdet", "tensordot", "trace", "diag_part",
+           "matvec", "band_part"]
 
 
 # --- matmul -------------------------------------------------------------------------------------
@@ -258,3 +261,24 @@ def diag_part(input, name=None):  # noqa: A002
 
 def trace(x, name=None):
     return reduce_sum(diag_part(x), axis=-1)
+
+
+# --- composed from differentiable ops --------------------------------------------------------------
+def matvec(a, b, transpose_a=False, adjoint_a=False, a_is_sparse=False, b_is_sparse=False,
+           name=None):
+    """``a`` [..., M, N] times vector ``b`` [..., N]: [..., M]; batch axes broadcast."""
+    a, b = binary_operands("linalg.matvec", a, b)
+    if b._value.ndim < 1:
+        raise ValueError("linalg.matvec needs a vector b of shape [..., N]")
+    product = matmul(a, expand_dims(b, -1), transpose_a=transpose_a, adjoint_a=adjoint_a)
+    return reshape(product, product._value.shape[:-1])
+
+
+def band_part(input, num_lower, num_upper, name=None):  # noqa: A002
+    """``input`` with everything outside the band zeroed (-1: keep that whole triangle)."""
+    a = as_tensor(input)
+    m, n = a._value.shape[-2:]
+    rows, cols = np.arange(m)[:, None], np.arange(n)[None, :]
+    keep = ((num_lower < 0) | (rows - cols <= num_lower)) & ((num_upper < 0) | (cols - rows <= num_upper))
+    xp = array_module(a._value)
+    return a * Tensor(xp.asarray(keep, dtype=a._value.dtype))
