@@ -35,6 +35,7 @@ from ..ops.arithmetic import add_n
 from ..ops.shape import concat
 from ..tracing.function import function
 from . import data as data_module
+from . import feeds
 from . import weights_io
 
 __all__ = ["Model"]
@@ -279,33 +280,42 @@ class Model(Layer):
     # --- loops -----------------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
-            sample_weight=None, initial_epoch=0, validation_batch_size=None, validation_freq=1):
+            sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
+            validation_batch_size=None, validation_freq=1):
         """Train for ``epochs`` epochs; returns a History (also ``model.history``).
 
-        ``validation_split`` holds out the last fraction of the samples (before
-        shuffling), as Keras does.  ``class_weight`` (``{class index: weight}``) weights
-        each training sample by its label's class, times its ``sample_weight``
-        (``data.class_sample_weight``); validation data are not class-weighted.
-        Callbacks get plain floats in their logs.
+        ``x`` is arrays (with ``y``), or a ``tf.data.Dataset`` of batches
+        (``models.feeds``).  ``validation_split`` holds out the last fraction of the
+        samples (before shuffling), as Keras does.  ``class_weight`` (``{class index:
+        weight}``) weights each training sample by its label's class, times its
+        ``sample_weight`` (``data.class_sample_weight``); validation data are not
+        class-weighted.  Callbacks get plain floats in their logs.
         """
         self._require_compiled("fit")
-        x, y, sample_weight = data_module.as_arrays(x, y, sample_weight, self.dtype, "fit")
-        batch_size = _batch_size(batch_size, "fit")
         epochs = _count(epochs, "epochs", "fit")
         validation_freq = _count(validation_freq, "validation_freq", "fit", minimum=1)
-        if validation_split and validation_data is None:
-            (x, y, sample_weight), validation_data = data_module.split_validation(
-                x, y, sample_weight, validation_split)
-        if class_weight is not None:
-            sample_weight = data_module.class_sample_weight(y, sample_weight, class_weight,
-                                                            self.dtype)
-        if validation_data is not None:
+        if feeds.is_dataset(x):
+            _refuse_with_dataset("fit", y=y, sample_weight=sample_weight, batch_size=batch_size,
+                                 validation_split=validation_split or None)
+            feed = feeds.DatasetFeed(x, self.dtype, "fit", steps_per_epoch, class_weight)
+            batch_size = None
+        else:
+            x, y, sample_weight = data_module.as_arrays(x, y, sample_weight, self.dtype, "fit")
+            batch_size = _batch_size(batch_size, "fit")
+            if validation_split and validation_data is None:
+                (x, y, sample_weight), validation_data = data_module.split_validation(
+                    x, y, sample_weight, validation_split)
+            if class_weight is not None:
+                sample_weight = data_module.class_sample_weight(y, sample_weight, class_weight,
+                                                                self.dtype)
+            feed = feeds.ArrayFeed(x, y, sample_weight, batch_size)
+        if validation_data is not None and not feeds.is_dataset(validation_data):
             if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
-                raise ValueError("fit: validation_data must be a tuple (x_val, y_val) or "
-                                 "(x_val, y_val, sample_weight_val)")
+                raise ValueError("fit: validation_data must be a tuple (x_val, y_val), "
+                                 "(x_val, y_val, sample_weight_val) or a tf.data.Dataset")
             validation_data = data_module.as_arrays(*_unpack(validation_data), self.dtype,
                                                     "fit(validation_data)")
-        steps = data_module.num_batches(x.shape[0], batch_size)
+        steps = feed.steps
         verbose = _verbosity(verbose)
         history = callbacks_module.History()
         user_callbacks = list(callbacks or [])
@@ -316,7 +326,7 @@ class Model(Layer):
         cbs = callbacks_module.CallbackList(
             user_callbacks + [history] + progbar, self,
             {"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": batch_size,
-             "samples": x.shape[0], "do_validation": validation_data is not None})
+             "samples": feed.samples, "do_validation": validation_data is not None})
         self.stop_training = False
         train_function = self.make_train_function()
         cbs.on_train_begin()
@@ -327,9 +337,9 @@ class Model(Layer):
             logs = {}
             # each epoch's order drawn from the random state as the epoch starts, so that a run
             # resumed at an epoch with that state restored sees the same order
-            rng = np.random.default_rng(_shuffle_seed()) if shuffle else None
-            for step, batch in enumerate(data_module.batches(x, y, sample_weight, batch_size,
-                                                             shuffle=bool(shuffle), rng=rng)):
+            rng = np.random.default_rng(_shuffle_seed()) \
+                if shuffle and isinstance(feed, feeds.ArrayFeed) else None
+            for step, batch in enumerate(feed.epoch(rng)):
                 cbs.on_train_batch_begin(step)
                 self._build_on(batch)
                 logs = train_function(batch)
@@ -339,9 +349,13 @@ class Model(Layer):
                     break
             epoch_logs = _floats(logs)
             if validation_data is not None and (epoch + 1) % validation_freq == 0:
-                vx, vy, vw = validation_data
-                val = self.evaluate(vx, vy, sample_weight=vw, verbose=0, return_dict=True,
-                                    batch_size=validation_batch_size or batch_size)
+                if feeds.is_dataset(validation_data):
+                    val = self.evaluate(validation_data, steps=validation_steps, verbose=0,
+                                        return_dict=True)
+                else:
+                    vx, vy, vw = validation_data
+                    val = self.evaluate(vx, vy, sample_weight=vw, verbose=0, return_dict=True,
+                                        batch_size=validation_batch_size or batch_size)
                 epoch_logs.update({f"val_{k}": v for k, v in val.items()})
             cbs.on_epoch_end(epoch, epoch_logs)
             if self.stop_training:
@@ -351,16 +365,16 @@ class Model(Layer):
         return history
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
-                 return_dict=False, callbacks=None):
-        """The loss (and metrics) on the given data, in inference mode: a float when there are
-        no metrics, else a list in ``metrics_names`` order (a dict with ``return_dict``)."""
+                 steps=None, callbacks=None, return_dict=False):
+        """The loss (and metrics) on the given data (arrays, or a ``tf.data.Dataset``), in
+        inference mode: a float when there are no metrics, else a list in ``metrics_names``
+        order (a dict with ``return_dict``)."""
         self._require_compiled("evaluate")
-        x, y, sample_weight = data_module.as_arrays(x, y, sample_weight, self.dtype, "evaluate")
-        batch_size = _batch_size(batch_size, "evaluate")
+        feed = self._feed(x, y, sample_weight, batch_size, steps, "evaluate")
         self.reset_metrics()
         logs = {}
         test_function = self.make_test_function()
-        for batch in data_module.batches(x, y, sample_weight, batch_size):
+        for batch in feed.epoch():
             self._build_on(batch)
             logs = test_function(batch)
         logs = _floats(logs)
@@ -369,18 +383,25 @@ class Model(Layer):
         values = list(logs.values())
         return values[0] if len(values) == 1 else values
 
-    def predict(self, x, batch_size=None, verbose="auto", callbacks=None):
-        """Outputs for ``x``, in batches, as a numpy array."""
-        x, _, _ = data_module.as_arrays(x, None, None, self.dtype, "predict")
-        batch_size = _batch_size(batch_size, "predict")
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """Outputs for ``x`` (arrays, or a ``tf.data.Dataset`` whose elements' first part is
+        the input), in batches, as a numpy array."""
+        feed = self._feed(x, None, None, batch_size, steps, "predict")
         predict_function = self.make_predict_function()
         outputs = []
-        for batch in data_module.batches(x, None, None, batch_size):
+        for batch in feed.epoch():
             self._build_on(batch)
-            outputs.append(predict_function(batch))
+            outputs.append(predict_function(batch[:1]))
         if not outputs:
             raise ValueError("predict: x has no samples")
         return concat(outputs, axis=0).numpy()
+
+    def _feed(self, x, y, sample_weight, batch_size, steps, where):
+        if feeds.is_dataset(x):
+            _refuse_with_dataset(where, y=y, sample_weight=sample_weight, batch_size=batch_size)
+            return feeds.DatasetFeed(x, self.dtype, where, steps)
+        x, y, sample_weight = data_module.as_arrays(x, y, sample_weight, self.dtype, where)
+        return feeds.ArrayFeed(x, y, sample_weight, _batch_size(batch_size, where))
 
     def _require_compiled(self, what):
         if not self.compiled:
@@ -411,6 +432,14 @@ class Model(Layer):
 
     def get_compile_config(self):
         return None
+
+
+def _refuse_with_dataset(where, **given):
+    """Arguments a Dataset replaces (it yields its own batches, labels and weights)."""
+    extra = [name for name, value in given.items() if value is not None]
+    if extra:
+        raise ValueError(f"{where}: x is a tf.data.Dataset, which yields its own batches of "
+                         f"(x, y[, sample_weight]); do not also pass {', '.join(extra)}")
 
 
 def _as_loss(identifier):
