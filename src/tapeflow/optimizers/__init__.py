@@ -8,6 +8,7 @@ from ..serialization import REFUSE, Registry
 from . import schedules
 from .adagrad import Adagrad
 from .adam import Adam
+from .adamw import AdamW
 from .base import Optimizer
 from .gauss_newton import OutputLoss, check_supported_loss
 from .levenberg_marquardt import LevenbergMarquardt
@@ -18,7 +19,7 @@ from .schedules import CosineDecay, ExponentialDecay, LearningRateSchedule, Piec
 from .sgd import SGD
 
 __all__ = [
-    "Optimizer", "SGD", "Adam", "Nadam", "Newton", "LevenbergMarquardt", "OutputLoss", "check_supported_loss",
+    "Optimizer", "SGD", "Adam", "AdamW", "Nadam", "Newton", "LevenbergMarquardt", "OutputLoss", "check_supported_loss",
     "RMSprop", "Adagrad", "schedules", "LearningRateSchedule",
     "ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay", "get", "serialize", "deserialize",
 ]
@@ -26,7 +27,7 @@ __all__ = [
 # Keras's names; "Adam", "RMSprop" ... are the same names folded (tapeflow.serialization).
 # None and functions are not optimizers.
 REGISTRY = Registry("optimizer", {
-    "sgd": SGD, "adam": Adam, "nadam": Nadam, "rmsprop": RMSprop, "adagrad": Adagrad,
+    "sgd": SGD, "adam": Adam, "adamw": AdamW, "nadam": Nadam, "rmsprop": RMSprop, "adagrad": Adagrad,
     "newton": Newton, "levenberg_marquardt": LevenbergMarquardt,
 }, base=Optimizer, functions=False, none=REFUSE)
 get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize
