@@ -1148,6 +1148,163 @@ case("embedding_lookup_max_norm", ("StridedSlice", "Maximum"),
      "probability ~0")
 
 
+# --- convolution and pooling (ops/conv.py) --------------------------------------------------------
+def _conv_padding(draw):
+    kind = draw(st.sampled_from(["SAME", "VALID", "explicit"]))
+    if kind != "explicit":
+        return kind
+    return [[0, 0], [draw(st.integers(0, 2)), draw(st.integers(0, 1))],
+            [draw(st.integers(0, 1)), draw(st.integers(0, 2))], [0, 0]]
+
+
+def _conv_side(draw, k, stride, dilation, padding, axis):
+    """An input length the window fits (an output of 1 to 3 positions)."""
+    span = (k - 1) * dilation + 1
+    pad = sum(padding[axis + 1]) if isinstance(padding, list) else 0
+    lo = 1 if padding == "SAME" else max(span - pad, 1)
+    return draw(st.integers(lo, lo + 2 * stride))
+
+
+def conv2d_spec(groups=False):
+    def spec(draw):
+        k = [draw(st.integers(1, 3)) for _ in range(2)]
+        s = [draw(st.integers(1, 2)) for _ in range(2)]
+        d = [draw(st.integers(1, 2)) for _ in range(2)]
+        padding = _conv_padding(draw)
+        h, w = (_conv_side(draw, k[i], s[i], d[i], padding, i) for i in range(2))
+        g = draw(st.integers(2, 3)) if groups else 1
+        ci, co = draw(st.integers(1, 2)), draw(st.integers(1, 2)) * g
+        params = {"strides": s, "padding": padding, "dilations": d}
+        return params, [(draw(st.integers(1, 2)), h, w, ci * g), (k[0], k[1], ci, co)]
+    return spec
+
+
+def _conv2d_output_shape(params, x_shape, w_shape):
+    return tf.nn.conv2d(np.zeros(x_shape), np.zeros(w_shape), **params).shape
+
+
+def conv2d_transpose_spec(draw):
+    params, (xs, ws) = conv2d_spec()(draw)
+    dy_shape = tuple(_conv2d_output_shape(params, xs, ws))
+    return params | {"output_shape": list(xs)}, [dy_shape, ws]
+
+
+def conv2d_filter_grad_spec(draw):
+    params, (xs, ws) = conv2d_spec()(draw)
+    return params | {"filter_shape": ws}, [xs, tuple(_conv2d_output_shape(params, xs, ws))]
+
+
+def _conv2d_filter_grad_via_gradient(x, u, *, filter_shape, **geometry):
+    """Conv2DBackpropFilter, conv2d's filter gradient, as a function of the input and cotangent."""
+    w = tf.zeros(filter_shape, dtype=tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(w)
+        y = tf.nn.conv2d(x, w, **geometry)
+    return tape.gradient(y, w, output_gradients=u)
+
+
+def conv1d_spec(draw):
+    k, s, d = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    padding = draw(st.sampled_from(["SAME", "VALID"]))
+    n = _conv_side(draw, k, s, d, padding, 0)
+    ci, co = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    return {"stride": s, "padding": padding, "dilations": d}, [(draw(st.integers(1, 2)), n, ci),
+                                                               (k, ci, co)]
+
+
+def pool2d_spec(draw):
+    k = [draw(st.integers(1, 3)) for _ in range(2)]
+    s = [draw(st.integers(1, 3)) for _ in range(2)]
+    padding = draw(st.sampled_from(["SAME", "VALID"]))
+    h, w = (_conv_side(draw, k[i], s[i], 1, padding, i) for i in range(2))
+    return {"ksize": k, "strides": s, "padding": padding}, [
+        (draw(st.integers(1, 2)), h, w, draw(st.integers(1, 2)))]
+
+
+def pool1d_spec(draw):
+    k, s = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    padding = draw(st.sampled_from(["SAME", "VALID"]))
+    n = _conv_side(draw, k, s, 1, padding, 0)
+    return {"ksize": k, "strides": s, "padding": padding}, [
+        (draw(st.integers(1, 2)), n, draw(st.integers(1, 2)))]
+
+
+def _pool_output_shape(pool, params, x_shape):
+    return tuple(pool(np.zeros(x_shape), **params).shape)
+
+
+def pool_grad_spec(pool):
+    def spec(draw):
+        params, (xs,) = pool2d_spec(draw)
+        return params, [_pool_output_shape(pool, params, xs), xs]
+    return spec
+
+
+def _pool_grad_via_gradient(pool):
+    def fn(u, x, **params):
+        """The pool's gradient (MaxPoolGrad / AvgPoolGrad) as a function of the cotangent u."""
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = pool(x, **params)
+        return tape.gradient(y, x, output_gradients=u)
+    return fn
+
+
+def _max_pool_grad_grad_via_gradient(v, x, **params):
+    """MaxPoolGradGrad: the derivative of max_pool's gradient in its cotangent, applied to v."""
+    u = tf.zeros(tf.nn.max_pool2d(x, **params).shape, dtype=tf.float64)
+    with tf.GradientTape() as outer:
+        outer.watch(u)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.nn.max_pool2d(x, **params)
+        g = tape.gradient(y, x, output_gradients=u)
+    return outer.gradient(g, u, output_gradients=v)
+
+
+def max_pool_grad_grad_spec(draw):
+    params, (xs,) = pool2d_spec(draw)
+    return params, [xs, xs]
+
+
+case("conv2d", "Conv2D", lambda x, w, **kw: tf.nn.conv2d(x, w, **kw), conv2d_spec(),
+     note="strides, dilations, SAME / VALID / explicit padding")
+case("conv2d_grouped", ("Conv2D", "ConcatV2"), lambda x, w, **kw: tf.nn.conv2d(x, w, **kw),
+     conv2d_spec(groups=True), note="input channels a multiple of the filters': groups")
+def _conv2d_nchw(x, w, *, padding, **kw):
+    if not isinstance(padding, str):  # the spec's NHWC pairs, in NCHW order
+        padding = [[0, 0], [0, 0]] + padding[1:3]
+    return tf.nn.conv2d(tf.transpose(x, [0, 3, 1, 2]), w, padding=padding, data_format="NCHW",
+                        **kw)
+
+
+case("conv2d_nchw", ("Conv2D", "Transpose"), _conv2d_nchw, conv2d_spec())
+case("conv1d", ("Conv2D", "Reshape"), lambda x, w, **kw: tf.nn.conv1d(x, w, **kw), conv1d_spec)
+case("conv2d_transpose", "Conv2DBackpropInput",
+     lambda dy, w, **kw: tf.nn.conv2d_transpose(dy, w, **kw), conv2d_transpose_spec,
+     note="conv2d's input gradient")
+case("conv2d_backprop_filter", "Conv2DBackpropFilter", _conv2d_filter_grad_via_gradient,
+     conv2d_filter_grad_spec, note="built as the gradient of conv2d w.r.t. a filter, as a "
+     "function of the input and the cotangent")
+case("max_pool2d", "MaxPool", lambda x, **kw: tf.nn.max_pool2d(x, **kw), pool2d_spec, distinct(),
+     note="no ties (a tie's gradient goes to the first maximum, not a derivative)")
+case("max_pool1d", ("MaxPool", "Reshape"), lambda x, **kw: tf.nn.max_pool1d(x, **kw),
+     pool1d_spec, distinct())
+case("max_pool_grad", "MaxPoolGrad", _pool_grad_via_gradient(tf.nn.max_pool2d),
+     pool_grad_spec(tf.nn.max_pool2d), per_arg(REAL, distinct()),
+     note="built as the gradient of max_pool2d w.r.t. its cotangent; piecewise constant in x")
+case("max_pool_grad_grad", "MaxPoolGradGrad", _max_pool_grad_grad_via_gradient,
+     max_pool_grad_grad_spec, per_arg(REAL, distinct()),
+     note="the derivative of max_pool2d's gradient in its cotangent, applied to v")
+case("avg_pool2d", "AvgPool", lambda x, **kw: tf.nn.avg_pool2d(x, **kw), pool2d_spec,
+     note="SAME windows average only the input elements they hold")
+case("avg_pool1d", ("AvgPool", "Reshape"), lambda x, **kw: tf.nn.avg_pool1d(x, **kw),
+     pool1d_spec)
+case("avg_pool_grad", "AvgPoolGrad", _pool_grad_via_gradient(tf.nn.avg_pool2d),
+     pool_grad_spec(tf.nn.avg_pool2d), per_arg(REAL, REAL),
+     note="built as the gradient of avg_pool2d w.r.t. its cotangent")
+
+
 # --- graph control flow (src/tapeflow/tracing/control_flow.py; more in tests/tracing) -----------
 # Each case traces a fresh tf.function whose predicate / bound is an argument, so the op is one
 # equation of the graph; calling it under the tapes interprets the graph and records the op.
