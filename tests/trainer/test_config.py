@@ -16,7 +16,7 @@ def _error(doc, overrides=()):
 
 
 @pytest.mark.parametrize("name", ["housing", "housing_newton", "housing_input_gradient",
-                                  "housing_custom_gradient"])
+                                  "housing_custom_gradient", "housing_lm"])
 def test_shipped_configs_are_valid(name):
     config = load_config(CONFIGS / f"{name}.yaml")
     assert config.training.seed == 42
