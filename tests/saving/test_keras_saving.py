@@ -2,6 +2,7 @@
 replayed from the saved graph (custom gradients included, to second order) when it is not."""
 import hashlib
 import json
+import warnings
 
 import h5py
 import numpy as np
@@ -167,20 +168,42 @@ def test_loading_a_saved_model_as_keras_says_which_loader(tmp_path):
         tf.keras.models.load_model(tmp_path / "m")
 
 
-def test_a_graph_traced_for_one_row_runs_row_by_row_in_the_fallback(tmp_path):
-    """Flatten reads the batch size while tracing, so the graph takes one row at a time."""
-    model = tf.keras.Sequential([tf.keras.layers.Flatten(input_shape=(2, 2)),
-                                 tf.keras.layers.Dense(3)])
-    with pytest.warns(UserWarning, match="depends on the size"):
-        model.save(tmp_path / "saved")
+class _ReadsTheBatchSize(tf.keras.layers.Layer):
+    def call(self, inputs):
+        return tf.reshape(inputs, (inputs.shape[0], -1))
+
+
+def _fallback(tmp_path):
+    """The saved model loaded as if its config could not be rebuilt here."""
     path = tmp_path / "saved" / "graph.json"
     document = json.loads(path.read_text())
-    document["model_config"] = None  # as if the config could not be rebuilt here
+    document["model_config"] = None
     data = json.dumps(document).encode()
     path.write_bytes(data)
     with h5py.File(tmp_path / "saved" / "arrays.h5", "r+") as f:
         f.attrs["json_sha256"] = hashlib.sha256(data).hexdigest()
-    loaded = tf.keras.models.load_model(tmp_path / "saved")
+    return tf.keras.models.load_model(tmp_path / "saved")
+
+
+def test_flatten_saves_a_graph_for_any_batch(tmp_path):
+    model = tf.keras.Sequential([tf.keras.layers.Flatten(input_shape=(2, 2)),
+                                 tf.keras.layers.Dense(3)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.save(tmp_path / "saved")
+    loaded = _fallback(tmp_path)
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(4, 2, 2)
+    assert type(loaded).__name__ == "SavedGraphModel"
+    np.testing.assert_array_equal(loaded.predict(x), model.predict(x, verbose=0))
+
+
+def test_a_graph_traced_for_one_row_runs_row_by_row_in_the_fallback(tmp_path):
+    """A layer that reads the batch size while tracing: the graph takes one row at a time."""
+    model = tf.keras.Sequential([tf.keras.Input(shape=(2, 2)), _ReadsTheBatchSize(),
+                                 tf.keras.layers.Dense(3)])
+    with pytest.warns(UserWarning, match="depends on the size"):
+        model.save(tmp_path / "saved")
+    loaded = _fallback(tmp_path)
     x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(4, 2, 2)
     assert type(loaded).__name__ == "SavedGraphModel"
     # Row by row and batched, float32 products may differ in their last bits.

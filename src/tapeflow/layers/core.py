@@ -117,8 +117,8 @@ class Dropout(Layer):
 
 class Flatten(Layer):
     def call(self, inputs):
-        shape = inputs._value.shape
-        return reshape(inputs, (shape[0], math.prod(shape[1:])))
+        # -1 for the batch: a traced call then fits any batch size (a saved model too)
+        return reshape(inputs, (-1, math.prod(inputs.shape[1:])))
 
     def compute_output_shape(self, input_shape):
         rest = input_shape[1:]

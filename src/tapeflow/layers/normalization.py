@@ -1,4 +1,4 @@
-"""BatchNormalization, numerically as Keras 3's.
+"""BatchNormalization and LayerNormalization, numerically as Keras 3's.
 
 Training (``training=True`` on a trainable layer): normalize with the batch's
 mean and (biased) variance and move the moving statistics toward them:
@@ -18,7 +18,7 @@ from ..ops.nn import moments
 from ..ops.shape import cast, reshape
 from .base import Layer
 
-__all__ = ["BatchNormalization"]
+__all__ = ["BatchNormalization", "LayerNormalization"]
 
 
 class BatchNormalization(Layer):
@@ -91,3 +91,47 @@ class BatchNormalization(Layer):
                 "epsilon": self.epsilon, "center": self.center, "scale": self.scale}
 
 
+
+
+class LayerNormalization(Layer):
+    """Each example normalized over ``axis`` (the last by default): ``(x - mean) /
+    sqrt(variance + epsilon) * gamma + beta``, the statistics of that example alone, so the
+    same in training and inference (Keras 3's formula and defaults)."""
+
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones", **kwargs):
+        super().__init__(**kwargs)
+        self.axis = tuple(axis) if isinstance(axis, (list, tuple)) else (int(axis),)
+        self.epsilon = float(epsilon)
+        self.center = bool(center)
+        self.scale = bool(scale)
+        self.beta_initializer = beta_initializer
+        self.gamma_initializer = gamma_initializer
+        self.gamma = self.beta = None
+
+    def build(self, input_shape):
+        ndim = len(input_shape)
+        self._axes = sorted(a % ndim for a in self.axis)
+        shape = tuple(input_shape[a] for a in self._axes)
+        self._broadcast_shape = [input_shape[i] if i in self._axes else 1 for i in range(ndim)]
+        if self.scale:
+            self.gamma = self.add_weight("gamma", shape, self.gamma_initializer)
+        if self.center:
+            self.beta = self.add_weight("beta", shape, self.beta_initializer)
+        self.built = True
+
+    def call(self, inputs):
+        mean, variance = moments(inputs, axes=self._axes, keepdims=True)
+        out = (inputs - mean) * rsqrt(variance + self.epsilon)
+        if self.scale:
+            out = out * reshape(self.gamma, self._broadcast_shape)
+        if self.center:
+            out = out + reshape(self.beta, self._broadcast_shape)
+        return out
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "axis": list(self.axis), "epsilon": self.epsilon,
+                "center": self.center, "scale": self.scale}

@@ -32,7 +32,7 @@ RESHAPE = def_primitive("Reshape", lambda x, shape: x.reshape(shape))
 
 def reshape(tensor, shape, name=None):
     tensor = as_tensor(tensor)
-    shape = static_shape(shape)
+    shape = requested = static_shape(shape)
     if -1 in shape:
         known = math.prod(d for d in shape if d != -1)
         total = tensor._value.size
@@ -44,6 +44,10 @@ def reshape(tensor, shape, name=None):
                          f"{list(shape)}")
     if shape == tensor._value.shape:
         return tensor
+    # A leading -1 stays in the op (a batch of any size: a traced graph then fits every batch,
+    # as Flatten's does); any other -1 is resolved here.
+    if requested[:1] == (-1,) and requested.count(-1) == 1 and math.prod(requested[1:]) > 0:
+        shape = requested
     return apply(RESHAPE, (tensor,), {"shape": shape})
 
 
