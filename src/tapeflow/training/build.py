@@ -26,7 +26,7 @@ __all__ = ["build_model", "loss_from_config", "metrics_from_config", "LAYERS"]
 # The layers a config can name (the classes of tapeflow.layers that make sense in a stack).
 LAYERS = {cls.__name__: cls for cls in (
     layers_module.Dense, layers_module.Dropout, layers_module.BatchNormalization,
-    layers_module.Activation, layers_module.Flatten)}
+    layers_module.LayerNormalization, layers_module.Activation, layers_module.Flatten)}
 _LAYER_BASE_ARGUMENTS = ("name", "trainable", "dtype")
 SCHEDULES = {name: getattr(schedules, name) for name in
              ("ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay")}
