@@ -4,3 +4,17 @@ from .core import Activation, Dense, Dropout, Flatten, Input, InputLayer  # noqa
 from .normalization import BatchNormalization, LayerNormalization  # noqa: F401
 from .preprocessing import Normalization  # noqa: F401
 from .reshaping import Permute, RepeatVector, Reshape  # noqa: F401
+from .convolutional import (  # noqa: F401
+    AveragePooling1D, AveragePooling2D, Conv1D, Conv2D, GlobalAveragePooling1D,
+    GlobalAveragePooling2D, GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D,
+)
+from .convolutional import AveragePooling1D as AvgPool1D  # noqa: F401 - Keras's aliases
+from .convolutional import AveragePooling2D as AvgPool2D  # noqa: F401
+from .convolutional import Conv1D as Convolution1D  # noqa: F401
+from .convolutional import Conv2D as Convolution2D  # noqa: F401
+from .convolutional import GlobalAveragePooling1D as GlobalAvgPool1D  # noqa: F401
+from .convolutional import GlobalAveragePooling2D as GlobalAvgPool2D  # noqa: F401
+from .convolutional import GlobalMaxPooling1D as GlobalMaxPool1D  # noqa: F401
+from .convolutional import GlobalMaxPooling2D as GlobalMaxPool2D  # noqa: F401
+from .convolutional import MaxPooling1D as MaxPool1D  # noqa: F401
+from .convolutional import MaxPooling2D as MaxPool2D  # noqa: F401
