@@ -753,7 +753,7 @@ case("solve", "MatrixSolve", lambda a, b, adjoint: tf.linalg.solve(a, b, adjoint
      solve_spec, per_arg(well_conditioned(), REAL), note="batch axes broadcast")
 case("inv", "MatrixInverse", lambda a: tf.linalg.inv(a), matrices_spec(), well_conditioned())
 case("det", "MatrixDeterminant", lambda a: tf.linalg.det(a), matrices_spec(), well_conditioned())
-case("logdet", ("MatrixDeterminant", "Log"), lambda a: tf.linalg.logdet(a), matrices_spec(), spd())
+case("logdet", "LogMatrixDeterminant", lambda a: tf.linalg.logdet(a), matrices_spec(), spd())
 
 
 # --- decompositions (ops/linalg_decompositions.py) and the solves built on them ---------------------

@@ -62,6 +62,15 @@ def test_triangular_solve_keeps_float32():
     np.testing.assert_allclose(out.numpy(), 0.5)
 
 
+def test_triangular_solve_of_one_matrix_with_many_batched_rhs():
+    """An unbatched matrix against a batched rhs (a jacobian's rows): one solve, same values."""
+    a, b = RNG.standard_normal((3, 3)) + 3 * np.eye(3), RNG.standard_normal((5, 2, 3, 4))
+    for lower in (True, False):
+        t = np.tril(a) if lower else np.triu(a)
+        got = tf.linalg.triangular_solve(a, b, lower=lower, adjoint=True).numpy()
+        np.testing.assert_allclose(got, np.linalg.solve(t.T, b), rtol=1e-12)
+
+
 def test_cholesky_solve_solves_the_system():
     a, b = spd(2, 4, 4), RNG.standard_normal((2, 4, 3))
     x = tf.linalg.cholesky_solve(tf.linalg.cholesky(a), b)
@@ -111,6 +120,7 @@ def test_slogdet_where_det_overflows():
         assert np.isinf(tf.linalg.det(a).numpy())
     assert sign.numpy() == -1.0
     np.testing.assert_allclose(logabs.numpy(), 400 * np.log(10.0), rtol=1e-12)
+    np.testing.assert_allclose(tf.linalg.logdet(np.abs(a)).numpy(), 400 * np.log(10.0), rtol=1e-12)
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4)])

@@ -13,12 +13,11 @@ from ..core.dispatch import apply
 from ..core.registry import Inline, def_primitive, register_gradient
 from ..core.tensor import Tensor
 from ._util import array_module, as_tensor, binary_operands, lead_shape
-from .elementwise import log
 from .reduce import reduce_sum
 from .shape import broadcast_to, expand_dims, matrix_transpose, reshape
 
-__all__ = ["matmul", "einsum", "solve", "inv", "det", "logdet", "tensordot", "trace", "diag_part",
-           "matvec", "band_part"]
+__all__ = ["matmul", "einsum", "solve", "inv", "det", "tensordot", "trace", "diag_part", "matvec",
+           "band_part"]
 
 
 # --- matmul -------------------------------------------------------------------------------------
@@ -244,11 +243,6 @@ def _det_grad(op, g):
     (d,) = op.outputs
     scale = expand_dims(expand_dims(g * d, -1), -1)
     return scale * matrix_transpose(inv(a))
-
-
-def logdet(matrix, name=None):
-    """log(det(matrix)) for a positive-definite matrix."""
-    return log(det(matrix))
 
 
 def diag_part(input, name=None):  # noqa: A002
