@@ -111,6 +111,65 @@ def test_converges_to_minpacks_solution_in_as_many_iterations(problem):
     assert evaluations <= 2 * reference.nfev
 
 
+def test_one_step_by_hand_with_nielsens_damping_update():
+    w = tf.Variable([0.8], dtype=tf.float64)
+    lam = 0.01
+    opt = tf.optimizers.LevenbergMarquardt(damping=lam)
+    opt.minimize(lambda: w ** 2 - 2.0, [w])
+    r, jac = 0.8 ** 2 - 2.0, 2 * 0.8
+    g = jac * r
+    delta = g / (jac * jac + lam)
+    trial = 0.8 - delta
+    actual = 0.5 * r ** 2 - 0.5 * (trial ** 2 - 2.0) ** 2
+    gain = actual / (0.5 * delta * (lam * delta + g))
+    assert 0.2 < gain < 0.8  # where Nielsen's factor is not its 1/3 floor
+    assert w.numpy()[0] == pytest.approx(trial, rel=1e-14)
+    assert opt.last_step_info["gain"] == pytest.approx(gain, rel=1e-12)
+    assert opt.damping == pytest.approx(lam * max(1 / 3, 1 - (2 * gain - 1) ** 3), rel=1e-12)
+    assert opt.damping_factor == 2.0
+
+
+def test_a_shortened_step_is_judged_by_the_reduction_predicted_for_it():
+    w = tf.Variable([0.8], dtype=tf.float64)
+    opt = tf.optimizers.LevenbergMarquardt(damping=0.01, learning_rate=0.5)
+    opt.minimize(lambda: w ** 2 - 2.0, [w])
+    r, jac = 0.8 ** 2 - 2.0, 2 * 0.8
+    step = 0.5 * jac * r / (jac * jac + 0.01)
+    trial = 0.8 - step
+    predicted = jac * r * step - 0.5 * jac * jac * step * step  # g s - 1/2 s J^T J s
+    actual = 0.5 * r ** 2 - 0.5 * (trial ** 2 - 2.0) ** 2
+    assert w.numpy()[0] == pytest.approx(trial, rel=1e-14)
+    assert opt.last_step_info["gain"] == pytest.approx(actual / predicted, rel=1e-12)
+
+
+def test_marquardt_scaling_makes_the_steps_independent_of_the_parameters_units():
+    t = tf.constant(np.linspace(0.0, 2.0, 20))
+    data = 2.5 * tf.exp(-1.3 * t)
+    paths = []
+    for unit in (1.0, 1000.0):  # the amplitude as a, or as a / 1000
+        p = tf.Variable([1.0 / unit, 0.0], dtype=tf.float64)
+
+        def residuals():
+            return unit * p[0] * tf.exp(p[1] * t) - data
+        opt = tf.optimizers.LevenbergMarquardt(damping=1e-2, scale=True)
+        path = []
+        for _ in range(4):
+            opt.minimize(residuals, [p])
+            path.append(p.numpy() * [unit, 1.0])
+        paths.append(np.array(path))
+    np.testing.assert_allclose(paths[0], paths[1], rtol=1e-9)
+
+
+def test_a_singular_system_falls_back_to_least_squares():
+    a = tf.Variable([0.0], dtype=tf.float64)
+    b = tf.Variable([0.0], dtype=tf.float64)
+    opt = tf.optimizers.LevenbergMarquardt(damping=0.0)  # J^T J = [[1, 1], [1, 1]]: no Cholesky
+    opt.minimize(lambda: a + b - 3.0, [a, b])
+    info = opt.last_step_info
+    assert info["accepted"] and info["trials"] == 1 and info["damping"] == 0.0
+    assert a.numpy()[0] == pytest.approx(1.5) and b.numpy()[0] == pytest.approx(1.5)
+
+
 # --- the matrix ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("rows", [4, 40], ids=["fewer-outputs-than-parameters",
                                                  "more-outputs-than-parameters"])
@@ -134,6 +193,21 @@ def test_gauss_newton_matrix_is_the_dense_jacobian_product(rows):
     np.testing.assert_allclose(curvature.matrix, dense.T @ dense, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(curvature.gradient, dense.T @ r, rtol=1e-12, atol=1e-12)
     assert curvature.loss == pytest.approx(0.5 * r @ r)
+
+
+@pytest.mark.parametrize("outputs", [1, 2])
+def test_mean_squared_error_of_outputs_is_least_squares_scaled_to_the_loss(outputs):
+    rng = np.random.default_rng(6)
+    x = tf.constant(rng.standard_normal((10, 3)))
+    y = tf.constant(rng.standard_normal((10, outputs)))
+    w = tf.Variable(rng.standard_normal((3, outputs)))
+    mse = tf.keras.losses.MeanSquaredError()
+    curvature = gauss_newton(OutputLoss(lambda: tf.tanh(x @ w), lambda z: mse(y, z)), [w])
+    residuals = gauss_newton(OutputLoss(lambda: tf.tanh(x @ w) - y), [w])
+    scale = 2.0 / (10 * outputs)  # H = 2 I / (batch * outputs): 1/2 ||r||^2 scaled to the mean
+    np.testing.assert_allclose(curvature.matrix, scale * residuals.matrix, rtol=1e-12)
+    np.testing.assert_allclose(curvature.gradient, scale * residuals.gradient, rtol=1e-12)
+    assert curvature.loss == pytest.approx(scale * residuals.loss)
 
 
 def test_generalized_gauss_newton_of_softmax_cross_entropy():

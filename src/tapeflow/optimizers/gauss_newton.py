@@ -107,9 +107,15 @@ def gauss_newton(problem, variables):
         examples, width = hessian.shape[0], hessian.shape[1]
         per_example = jac.reshape(examples, width, -1)
         gradient = jac.T @ dz.reshape(-1)
-        # sum_i J_i^T (H_i J_i) as one product of (N*m, n) matrices
-        weighted = np.matmul(hessian, per_example).reshape(examples * width, -1)
-        matrix = jac.T @ weighted
+        if width == 1 and np.all(hessian >= 0):
+            # one output per example (regression, binary cross-entropy): (sqrt(h) J)^T (sqrt(h) J),
+            # a symmetric product (BLAS syrk) at half the cost of a general one
+            scaled = jac * np.sqrt(hessian.reshape(-1, 1))
+            matrix = scaled.T @ scaled
+        else:
+            # sum_i J_i^T (H_i J_i) as one product of (N*m, n) matrices
+            weighted = np.matmul(hessian, per_example).reshape(examples * width, -1)
+            matrix = jac.T @ weighted
     matrix = 0.5 * (matrix + matrix.T)
     return GaussNewton(loss, gradient, matrix,
                        {"jacobian": jacobian_seconds,

@@ -13,7 +13,8 @@ in its own units).  The trial is judged by the gain ratio::
 
     rho = (F(theta) - F(theta_trial)) / (1/2 delta^T (lambda D delta + J^T r))
 
-(the actual over the reduction the quadratic model predicts).  ``rho > 0`` accepts it
+(the actual over the reduction the quadratic model predicts; the denominator as written
+is for ``learning_rate=1``, the default, and follows the step taken otherwise).  ``rho > 0`` accepts it
 and Nielsen's rule sets ``lambda *= max(1/3, 1 - (2 rho - 1)^3)``, ``nu = 2``; otherwise
 the variables are put back exactly, ``lambda *= nu``, ``nu *= 2``, and the step is tried
 again, at most ``max_rejections`` times.  A non-finite loss at the start of a step puts
@@ -125,7 +126,10 @@ class LevenbergMarquardt(DampedStepOptimizer):
             solve_seconds += time.perf_counter() - clock
             self._set(variables, start, lr * delta)
             new_loss = problem.loss()
-            predicted = 0.5 * float(delta @ (lam * d * delta + g))
+            # the quadratic model's reduction for the step taken, lr * delta, where
+            # G delta = g - lam D delta (1/2 delta^T (lam D delta + g) at lr = 1)
+            g_delta, d_delta = float(g @ delta), float(delta @ (d * delta))
+            predicted = lr * g_delta * (1 - 0.5 * lr) + 0.5 * lr * lr * lam * d_delta
             gain = (loss0 - new_loss) / predicted if predicted > 0 else -math.inf
             if math.isfinite(new_loss) and gain > 0:
                 info.update(accepted=True, new_loss=new_loss, damping=lam, gain=gain)
