@@ -36,6 +36,7 @@ import weakref
 
 from .. import backend
 from . import nest
+from .backprop import backward
 from .context import PER_THREAD
 from .graph import Node
 from .installed_ops import OPS
@@ -211,8 +212,9 @@ def op_jvp(op, attrs, inputs, outputs, in_tangents):
     us = [Tensor(backend.array_module(o._value).zeros_like(o._value)) for o in outputs]
     sources = [u for u, w in zip(us, wanted) if w]
     targets, seeds = [], []
-    with GradientTape(watch_accessed_variables=False) as tape:
-        tape.watch(sources)
+    tape = GradientTape(watch_accessed_variables=False)
+    tape._watched_ids.update([u._id for u in sources])  # tape.watch, without its checks
+    with tape:
         grads = rule.fn(node, *us)
         if grads.__class__ is not tuple and grads.__class__ is not list:
             grads = (grads,)
@@ -232,7 +234,8 @@ def op_jvp(op, attrs, inputs, outputs, in_tangents):
             seeds.append(t)
     if not targets:
         return [None] * len(outputs)
-    jvps = iter(tape.gradient(targets, sources, output_gradients=seeds))
+    # tape.gradient without its argument handling: one pass, its records released after it
+    jvps = iter(backward(tape._id, targets, seeds, sources, release=True))
     return [next(jvps) if w else None for w in wanted]
 
 
