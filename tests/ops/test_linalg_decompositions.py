@@ -271,3 +271,26 @@ def test_traced_function_matches_eager():
     traced = tf.function(f)(tf.constant(a), tf.constant(b))
     for x, y in zip(eager, traced):
         np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("cholesky", lambda x: tf.linalg.cholesky(x)),
+    ("triangular_solve", lambda x: tf.linalg.triangular_solve(x, tf.ones((3, 2)))),
+    ("eigh", lambda x: tf.linalg.eigh(x)[1] ** 2),
+    ("svd", lambda x: tf.linalg.svd(x)[0]),
+    ("qr", lambda x: tf.linalg.qr(x)[1]),
+    ("slogdet", lambda x: tf.linalg.slogdet(x)[1]),
+    ("pinv", lambda x: tf.linalg.pinv(x)),
+    ("lstsq", lambda x: tf.linalg.lstsq(x, tf.ones((3, 2)), l2_regularizer=0.1)),
+])
+def test_float32_to_second_order_stays_float32(name, fn):
+    a = spd(3, 3).astype(np.float32)
+    x = tf.Variable(a)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = tf.reduce_sum(fn(x) ** 2)
+        g = inner.gradient(y, x)
+        z = tf.reduce_sum(g * g)
+    h = outer.gradient(z, x)
+    assert y.dtype == g.dtype == h.dtype == tf.float32
+    assert np.all(np.isfinite(h.numpy()))
