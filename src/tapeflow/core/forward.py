@@ -20,8 +20,10 @@ linear part (in ``u``); transposing it needs a transpose rule per linear op, a s
 per-op declaration (JAX's ``deflinear``), and a partial evaluation to split the two parts.
 The double-VJP trick needs only what the op battery already checks to second order: that
 each rule is itself differentiable.  Its cost is the rule run once plus one backward pass
-through it, a few times the op's own cost: forward mode is for directions (Gauss-Newton
-and Hessian-vector products, a few columns of a jacobian), not for every training step.
+through it, some 30 us of Python per op: a 256-row, 8-30-1 MLP loss takes 24 us plain,
+120 us with its tape gradient, 305 us with a JVP, and a forward-over-reverse Hessian-vector
+product 720 us (reverse over reverse, ``hessian_vector_product``: 330 us).  Forward mode is
+for directions (Gauss-Newton products, a few jacobian columns), not every training step.
 With no accumulator active nothing here runs: ``apply``'s fast path checks one flag.
 
 Nesting follows TensorFlow: accumulators apply in the order they were entered, and while
