@@ -361,8 +361,8 @@ def test_custom_gradient_forward_mode_uses_grad_fn():
     np.testing.assert_allclose(acc.jvp(y).numpy(), [1.5, 1.5])
 
 
-def test_gradient_override_map_applies_to_forward_mode():
-    @tf.RegisterGradient("TwiceSinGradFwd", saves="inputs", vectorized=True, override=True)
+def test_gradient_override_map_applies_to_forward_mode(scratch_registry):
+    @tf.RegisterGradient("TwiceSinGradFwd", saves="inputs", vectorized=True)
     def _twice(op, g):
         return 2.0 * g * tf.cos(op.inputs[0])
 
