@@ -386,6 +386,45 @@ def test_a_tf_function_called_under_an_accumulator_carries_tangents():
     np.testing.assert_allclose(acc.jvp(y).numpy(), expected, rtol=1e-12)
 
 
+def test_a_function_traced_under_an_accumulator_carries_tangents_on_its_first_call():
+    @tf.function
+    def f(a):
+        return tf.reduce_sum(tf.tanh(a) ** 2)
+
+    x = tf.constant([0.5, -1.0], tf.float64)
+    with tf.autodiff.ForwardAccumulator(x, tf.constant([1.0, 0.0], tf.float64)) as acc:
+        y = f(x)
+    np.testing.assert_allclose(acc.jvp(y).numpy(), 2 * np.tanh(0.5) * (1 - np.tanh(0.5) ** 2))
+
+
+def test_control_flow_carries_tangents_eagerly_and_in_a_function():
+    x = tf.constant(0.7, tf.float64)
+
+    def power3(a):
+        return tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * a),
+                             (tf.constant(0), tf.constant(1.0, tf.float64)))[1]
+    with tf.autodiff.ForwardAccumulator(x, tf.constant(1.0, tf.float64)) as acc:
+        c = tf.cond(x > 0, lambda: tf.sin(x), lambda: tf.cos(x))
+        y = power3(x)
+        m = tf.map_fn(lambda e: e * x, tf.constant([1.0, 2.0], tf.float64))
+        z = tf.function(power3)(x)
+    np.testing.assert_allclose(acc.jvp(c).numpy(), np.cos(0.7))
+    np.testing.assert_allclose(acc.jvp(y).numpy(), 3 * 0.7 ** 2)
+    np.testing.assert_allclose(acc.jvp(m).numpy(), [1.0, 2.0])
+    np.testing.assert_allclose(acc.jvp(z).numpy(), 3 * 0.7 ** 2)
+
+
+def test_an_accumulator_inside_a_traced_function_is_refused_not_silently_empty():
+    @tf.function
+    def g(a):
+        with tf.autodiff.ForwardAccumulator(a, tf.ones_like(a)) as acc:
+            y = tf.sin(a)
+        return acc.jvp(y)
+
+    with pytest.raises(NotImplementedError, match="around the call"):
+        g(tf.constant([0.5, -1.0]))
+
+
 def test_a_keras_model_jvp_matches_the_jacobian():
     model = tf.keras.Sequential([tf.keras.layers.Dense(4, activation="tanh", input_shape=(3,)),
                                  tf.keras.layers.Dense(2)])

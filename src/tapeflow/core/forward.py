@@ -105,6 +105,11 @@ class ForwardAccumulator:
         if self._recording:
             raise ValueError("Accumulator is already recording.")
         ctx = PER_THREAD.context
+        if ctx.trace is not None:  # traced ops never reach graph.record: no tangent would come
+            raise NotImplementedError(
+                "ForwardAccumulator inside a function being traced (tf.function) is not "
+                "supported: put the accumulator around the call (a traced function called under "
+                "it runs op by op and carries tangents), or run the function eagerly.")
         self._outer_tapes = tuple(ctx.tapes)  # these see (and may differentiate) our JVPs
         ctx.accumulators.append(self)
         ctx.refresh()
