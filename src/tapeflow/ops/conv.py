@@ -6,8 +6,9 @@ Eight primitives, in TensorFlow's design (``nn_grad.py``), all on NHWC arrays:
 
 * ``Conv2D(x, w)``: im2col (one strided view of the padded input, copied once by a reshape)
   and one BLAS matmul with the (kh*kw*Ci, Co) filter;
-* ``Conv2DBackpropInput(dy, w)``: conv2d's input gradient, a transposed convolution
-  (``dy @ w^T``, one matmul, then col2im: kh*kw strided adds);
+* ``Conv2DBackpropInput(dy, w)``: conv2d's input gradient, a transposed convolution: at
+  stride 1 a convolution with the flipped filter (im2col and one matmul), otherwise
+  ``dy @ w[k]^T`` for every window element k (one batched matmul) added back by col2im;
 * ``Conv2DBackpropFilter(x, dy)``: conv2d's filter gradient, ``im2col(x)^T @ dy``, one matmul.
 
 The three are closed under differentiation: each one's gradient is two of the others
@@ -46,11 +47,15 @@ def _out_size(n, k, stride, dilation, pad):
 
 
 def _pad_hw(x, pads, value=0):
+    """x (..., H, W, C) padded with ``value`` (a fill and one copy: numpy.pad is slower)."""
     (pt, pb), (pl, pr) = pads
     if not (pt or pb or pl or pr):
         return x
-    width = [(0, 0)] * (x.ndim - 3) + [(pt, pb), (pl, pr), (0, 0)]
-    return array_module(x).pad(x, width, constant_values=value)
+    h, w = x.shape[-3:-1]
+    out = array_module(x).full(x.shape[:-3] + (h + pt + pb, w + pl + pr, x.shape[-1]), value,
+                               dtype=x.dtype)
+    out[..., pt:pt + h, pl:pl + w, :] = x
+    return out
 
 
 def _as_strided(a, shape, strides):
@@ -89,19 +94,6 @@ def _offsets(kernel, strides, dilations, out_hw):
                    slice(j * dw, j * dw + sw * (wo - 1) + 1, sw))
 
 
-def _col2im(cols, in_hw, strides, dilations, pads):
-    """The adjoint of ``_windows``: cols (..., Ho, Wo, kh, kw, C) added back into (..., H, W, C)."""
-    xp = array_module(cols)
-    *lead, ho, wo, kh, kw, c = cols.shape
-    (pt, pb), (pl, pr) = pads
-    out = xp.zeros(tuple(lead) + (in_hw[0] + pt + pb, in_hw[1] + pl + pr, c), dtype=cols.dtype)
-    for i, j, rows, columns in _offsets((kh, kw), strides, dilations, (ho, wo)):
-        out[..., rows, columns, :] += cols[..., i, j, :]
-    if pt or pb or pl or pr:
-        out = xp.ascontiguousarray(out[..., pt:pt + in_hw[0], pl:pl + in_hw[1], :])
-    return out
-
-
 def _flat_filter(w):
     """(..., kh, kw, Ci, Co) -> (..., kh*kw*Ci, Co)."""
     return w.reshape(w.shape[:-4] + (w.shape[-4] * w.shape[-3] * w.shape[-2], w.shape[-1]))
@@ -118,11 +110,21 @@ def _conv2d_forward(x, w, strides, dilations, pads):
 
 def _conv2d_backprop_input_forward(dy, w, input_hw, strides, dilations, pads):
     xp = array_module(dy)
-    kh, kw, ci, co = w.shape[-4:]
+    kh, kw = w.shape[-4:-2]
+    reach = ((kh - 1) * dilations[0], (kw - 1) * dilations[1])
+    if strides == (1, 1) and all(max(p) <= r for p, r in zip(pads, reach)):
+        # stride 1: a convolution of dy with the flipped, transposed filter (im2col and one
+        # matmul are faster than col2im's kh*kw strided adds)
+        flipped = xp.swapaxes(w[..., ::-1, ::-1, :, :], -1, -2)
+        full = tuple((r - p[0], r - p[1]) for p, r in zip(pads, reach))
+        return _conv2d_forward(dy, flipped, (1, 1), dilations, full)
+    ci, co = w.shape[-2:]
     n, ho, wo = dy.shape[-4:-1]
-    cols = dy.reshape(dy.shape[:-4] + (n * ho * wo, co)) @ xp.swapaxes(_flat_filter(w), -1, -2)
-    cols = cols.reshape(cols.shape[:-2] + (n, ho, wo, kh, kw, ci))
-    return _col2im(cols, input_hw, strides, dilations, pads)
+    # window element k's share of every output position: dy @ w[k]^T, K matmuls in one call
+    w_t = xp.swapaxes(w.reshape(w.shape[:-4] + (kh * kw, ci, co)), -1, -2)
+    parts = dy.reshape(dy.shape[:-4] + (1, n * ho * wo, co)) @ w_t
+    parts = xp.moveaxis(parts.reshape(parts.shape[:-2] + (n, ho, wo, ci)), -5, 0)
+    return _unstack_windows(parts, input_hw, (kh, kw), strides, dilations, pads)
 
 
 def _conv2d_backprop_filter_forward(x, dy, filter_hw, strides, dilations, pads):
@@ -204,50 +206,60 @@ def _max_pool_forward(x, ksize, strides, pads):
     return _reduce_windows(x, ksize, strides, pads, array_module(x).maximum, -np.inf)
 
 
-def _argmax_offsets(x, ksize, strides, pads):
-    """For each window of x, the index (i * kw + j) of its first maximum."""
-    xp = array_module(x)
+def _stack_windows(x, ksize, strides, pads, fill):
+    """(K, ..., Ho, Wo, C): element k = i * kw + j of every window, contiguous (one copy per k)."""
     _, offsets = _window_slices(x.shape[-3:-1], ksize, strides, pads)
-    xpad = _pad_hw(x, pads, -np.inf)
-    best = idx = None
-    for k, (_, _, rows, columns) in enumerate(offsets):
-        v = xpad[..., rows, columns, :]
-        if best is None:
-            best, idx = v.copy(), xp.zeros(v.shape, dtype=np.int32)
-            continue
-        better = v > best
-        best = xp.where(better, v, best)
-        idx[better] = k
-    return idx, offsets
+    xpad = _pad_hw(x, pads, fill)
+    return array_module(x).stack([xpad[..., rows, columns, :] for _, _, rows, columns in offsets])
 
 
-def _max_pool_grad_forward(x, dy, ksize, strides, pads):
-    """dy added at each window's first maximum, in x's shape (dy may have leading axes)."""
-    xp = array_module(dy)
-    idx, offsets = _argmax_offsets(x, ksize, strides, pads)
+def _unstack_windows(parts, in_hw, ksize, strides, dilations, pads):
+    """The adjoint of ``_stack_windows`` (col2im): parts (K, ..., Ho, Wo, C), window element
+    k = i * kw + j of each output position, added back into (..., H, W, C)."""
+    xp = array_module(parts)
+    (kh, kw), (h, w) = ksize, in_hw
+    ho, wo, c = parts.shape[-3:]
+    lead = parts.shape[1:-3]
+    if tuple(strides) == tuple(ksize) and tuple(dilations) == (1, 1) and \
+            pads == ((0, 0), (0, 0)) and (ho * kh, wo * kw) == (h, w):
+        # windows tile the input: (kh, kw, ..., Ho, Wo, C) -> (..., Ho, kh, Wo, kw, C), a transpose
+        n = parts.ndim + 1
+        tiles = parts.reshape((kh, kw) + parts.shape[1:])
+        perm = tuple(range(2, n - 3)) + (n - 3, 0, n - 2, 1, n - 1)
+        return xp.ascontiguousarray(tiles.transpose(perm)).reshape(lead + (h, w, c))
     (pt, pb), (pl, pr) = pads
-    h, w = x.shape[-3:-1]
-    lead = np.broadcast_shapes(dy.shape[:-3], idx.shape[:-3])
-    out = xp.zeros(lead + (h + pt + pb, w + pl + pr, x.shape[-1]), dtype=dy.dtype)
-    zero = dy.dtype.type(0)
-    for k, (_, _, rows, columns) in enumerate(offsets):
-        out[..., rows, columns, :] += xp.where(idx == k, dy, zero)
+    out = xp.zeros(lead + (h + pt + pb, w + pl + pr, c), dtype=parts.dtype)
+    for k, (_, _, rows, columns) in enumerate(_offsets(ksize, strides, dilations, (ho, wo))):
+        out[..., rows, columns, :] += parts[k]
     if pt or pb or pl or pr:
         out = xp.ascontiguousarray(out[..., pt:pt + h, pl:pl + w, :])
     return out
 
 
+def _first_max_one_hot(x, ksize, strides, pads, lead_ndim):
+    """(K, 1 * lead_ndim, ..., Ho, Wo, C) booleans: True at each window's first maximum."""
+    xp = array_module(x)
+    stacked = _stack_windows(x, ksize, strides, pads, -np.inf)
+    best = stacked.max(axis=0)
+    idx = xp.zeros(best.shape, dtype=np.int32)
+    for k in range(len(stacked) - 1, 0, -1):  # backwards: the first maximum is written last
+        xp.copyto(idx, k, where=stacked[k] == best)
+    ks = xp.arange(len(stacked), dtype=np.int32).reshape((-1,) + (1,) * (lead_ndim + idx.ndim))
+    return ks == idx
+
+
+def _max_pool_grad_forward(x, dy, ksize, strides, pads):
+    """dy added at each window's first maximum, in x's shape (dy may have leading axes)."""
+    hot = _first_max_one_hot(x, ksize, strides, pads, dy.ndim - x.ndim)
+    parts = array_module(dy).where(hot, dy, dy.dtype.type(0))
+    return _unstack_windows(parts, x.shape[-3:-1], ksize, strides, (1, 1), pads)
+
+
 def _max_pool_grad_grad_forward(x, g, ksize, strides, pads):
     """g (x's shape, maybe with leading axes) read at each window's first maximum."""
-    xp = array_module(g)
-    idx, offsets = _argmax_offsets(x, ksize, strides, pads)
-    gpad = _pad_hw(g, pads)
-    zero = g.dtype.type(0)
-    out = None
-    for k, (_, _, rows, columns) in enumerate(offsets):
-        term = xp.where(idx == k, gpad[..., rows, columns, :], zero)
-        out = term if out is None else out + term
-    return out
+    hot = _first_max_one_hot(x, ksize, strides, pads, g.ndim - x.ndim)
+    parts = _stack_windows(g, ksize, strides, pads, 0)
+    return array_module(g).where(hot, parts, g.dtype.type(0)).sum(axis=0)
 
 
 def _window_counts(x_hw, ksize, strides, pads, xp, dtype):
@@ -270,14 +282,8 @@ def _avg_pool_grad_forward(dy, input_hw, ksize, strides, pads):
         share = dy / dy.dtype.type(ksize[0] * ksize[1])
     else:
         share = dy / _window_counts(input_hw, ksize, strides, pads, xp, dy.dtype)
-    (pt, pb), (pl, pr) = pads
-    h, w = input_hw
-    out = xp.zeros(dy.shape[:-3] + (h + pt + pb, w + pl + pr, dy.shape[-1]), dtype=dy.dtype)
-    for _, _, rows, columns in _offsets(ksize, strides, (1, 1), dy.shape[-3:-1]):
-        out[..., rows, columns, :] += share
-    if pt or pb or pl or pr:
-        out = xp.ascontiguousarray(out[..., pt:pt + h, pl:pl + w, :])
-    return out
+    parts = xp.broadcast_to(share, (ksize[0] * ksize[1],) + share.shape)
+    return _unstack_windows(parts, input_hw, ksize, strides, (1, 1), pads)
 
 
 MAX_POOL = def_primitive("MaxPool", _max_pool_forward)
