@@ -195,6 +195,33 @@ def test_gauss_newton_matrix_is_the_dense_jacobian_product(rows):
     assert curvature.loss == pytest.approx(0.5 * r @ r)
 
 
+@pytest.mark.parametrize("coupled", [False, True], ids=["independent", "batch-norm"])
+def test_jacobian_by_chunks_of_examples_is_the_whole_batch_jacobian(coupled):
+    rng = np.random.default_rng(7)
+    x = tf.constant(rng.standard_normal((150, 3)))
+    y = tf.constant(rng.standard_normal((150, 2)))
+    tf.random.set_seed(8)
+    layers = [tf.keras.layers.Dense(12, activation="tanh", dtype="float64")]
+    if coupled:  # batch statistics: a chunk alone has other outputs, so J is taken whole
+        layers.append(tf.keras.layers.BatchNormalization(dtype="float64"))
+    model = tf.keras.Sequential(layers + [tf.keras.layers.Dense(2, dtype="float64")],
+                                dtype="float64")
+    model(x)
+    mse = tf.keras.losses.MeanSquaredError()
+    calls = []
+
+    def outputs_on(start, stop):
+        calls.append((start, stop))
+        return model(x[start:stop], training=True)
+    whole = gauss_newton(OutputLoss(lambda: model(x, training=True), lambda z: mse(y, z)),
+                         model.trainable_variables)
+    chunked = gauss_newton(OutputLoss(lambda: model(x, training=True), lambda z: mse(y, z),
+                                      outputs_on), model.trainable_variables)
+    np.testing.assert_allclose(chunked.matrix, whole.matrix, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(chunked.gradient, whole.gradient, rtol=1e-10, atol=1e-14)
+    assert calls == ([(0, 32)] if coupled else [(s, min(s + 32, 150)) for s in range(0, 150, 32)])
+
+
 @pytest.mark.parametrize("outputs", [1, 2])
 def test_mean_squared_error_of_outputs_is_least_squares_scaled_to_the_loss(outputs):
     rng = np.random.default_rng(6)

@@ -209,7 +209,11 @@ class Model(Layer):
 
         def loss_of_outputs(y_pred):
             return self.loss(y, y_pred, sample_weight=sample_weight)
-        return optimizers_module.OutputLoss(outputs_fn, loss_of_outputs)
+
+        def outputs_on(start, stop):  # examples start:stop alone (J by chunks of examples)
+            random_ops.restore_state(seen["random"])
+            return self(x[start:stop], training=True)
+        return optimizers_module.OutputLoss(outputs_fn, loss_of_outputs, outputs_on)
 
     def test_step(self, data):
         x, y, sample_weight = _unpack(data)

@@ -68,11 +68,19 @@ class OutputLoss:
     the scalar loss, a sum of terms each reading one example's outputs only (every Keras
     loss is).  Without ``loss_of_outputs`` the outputs are residuals and the loss is
     ``1/2 ||z||^2``.
+
+    ``outputs_on(start, stop)``, optional, gives the outputs of examples ``start:stop``
+    computed on those examples alone (``model(x[start:stop])``).  Then J is taken a chunk
+    of examples at a time, each chunk's rows from its own small forward pass: work in
+    proportion to the examples times the chunk, not to the examples times the parameters,
+    a hundred times less on a 4,801-parameter MLP.  Used only where the first chunk's
+    outputs equal the whole batch's (not with batch statistics or random masks).
     """
 
-    def __init__(self, outputs_fn, loss_of_outputs=None):
+    def __init__(self, outputs_fn, loss_of_outputs=None, outputs_on=None):
         self.outputs_fn = outputs_fn
         self.loss_of_outputs = loss_of_outputs
+        self.outputs_on = outputs_on
 
     def loss(self):
         """The loss at the variables' current values, a float."""
@@ -94,7 +102,7 @@ class GaussNewton:
 def gauss_newton(problem, variables):
     """``GaussNewton`` of ``problem`` (an ``OutputLoss``) over all ``variables``."""
     start = time.perf_counter()
-    z, jac = output_jacobian(problem.outputs_fn, variables)
+    z, jac = output_jacobian(problem.outputs_fn, variables, problem.outputs_on)
     jacobian_seconds = time.perf_counter() - start
     start = time.perf_counter()
     z64 = _host64(z._value).reshape(jac.shape[0])
@@ -122,11 +130,16 @@ def gauss_newton(problem, variables):
                         "product": time.perf_counter() - start})
 
 
-def output_jacobian(outputs_fn, variables):
+def output_jacobian(outputs_fn, variables, outputs_on=None):
     """``(z, J)``: the outputs ``z = outputs_fn()`` and ``J = dz/dtheta`` as a float64 host
-    matrix of shape (z.size, n), n the variables' total size, in one vectorized pass."""
+    matrix of shape (z.size, n), n the variables' total size, in one vectorized pass (or,
+    with ``outputs_on``, one per chunk of examples: ``OutputLoss``)."""
     variables = list(variables)
     n = sum(int(v._value.size) for v in variables)
+    if outputs_on is not None:
+        found = _jacobian_by_examples(outputs_fn, outputs_on, variables, n)
+        if found is not None:
+            return found
     with GradientTape(watch_accessed_variables=False) as outer:
         with GradientTape(watch_accessed_variables=False) as inner:
             inner.watch(variables)
@@ -148,6 +161,40 @@ def output_jacobian(outputs_fn, variables):
         return z, _host64(transposed._value).reshape(n, m).T
     blocks = inner.jacobian(flat_z, variables, unconnected_gradients="zero")
     return z, _host64(concat([reshape(b, (m, -1)) for b in blocks], axis=1)._value)
+
+
+_CHUNK_ROWS = 64  # Jacobian rows per chunk of examples: its cotangents are rows x examples wide
+
+
+def _jacobian_by_examples(outputs_fn, outputs_on, variables, n):
+    """``(z, J)`` a chunk of examples at a time, or None where that is not cheaper or the
+    examples are not independent (the first chunk alone does not give the batch's outputs)."""
+    z = outputs_fn()
+    if not isinstance(z, Tensor) or z._value.ndim == 0:
+        return None
+    examples = int(z._value.shape[0])
+    width = int(z._value.size) // max(examples, 1)
+    chunk = max(1, _CHUNK_ROWS // max(width, 1))
+    if examples <= chunk or n <= chunk * width:  # one pass of the whole batch is as cheap
+        return None
+    whole = _host64(z._value).reshape(examples, -1)
+    parts = []
+    for begin in range(0, examples, chunk):
+        stop = min(begin + chunk, examples)
+        with GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(variables)
+            part = outputs_on(begin, stop)
+            flat = reshape(part, (-1,))
+        if begin == 0:
+            first = _host64(part._value).reshape(stop, -1)
+            scale = float(np.max(np.abs(whole[:stop]))) if whole.size else 0.0
+            if first.shape != whole[:stop].shape or not np.allclose(
+                    first, whole[:stop], rtol=1e-4, atol=1e-5 * max(scale, 1.0)):
+                return None
+        rows = int(flat._value.size)
+        blocks = tape.jacobian(flat, variables, unconnected_gradients="zero")
+        parts.append(_host64(concat([reshape(b, (rows, -1)) for b in blocks], axis=1)._value))
+    return z, np.concatenate(parts, axis=0)
 
 
 def _output_curvature(loss_of_outputs, z):
