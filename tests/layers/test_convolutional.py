@@ -168,6 +168,15 @@ def test_global_pooling(cls, reduce, axes):
     assert cls().compute_output_shape(x.shape) == (2, 3)
 
 
+def test_default_names_are_keras_names():
+    tf.keras.backend.clear_session()
+    names = [layers.Conv2D(1, 1).name, layers.Conv2D(1, 1).name, layers.Conv1D(1, 1).name,
+             layers.MaxPooling2D().name, layers.GlobalAveragePooling1D().name,
+             layers.AveragePooling1D(name="mine").name]
+    assert names == ["conv2d", "conv2d_1", "conv1d", "max_pooling2d", "global_average_pooling1d",
+                     "mine"]
+
+
 def test_keras_aliases():
     assert tf.keras.layers.MaxPool2D is layers.MaxPooling2D
     assert tf.keras.layers.AvgPool1D is layers.AveragePooling1D

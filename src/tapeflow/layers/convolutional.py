@@ -6,6 +6,8 @@ Inputs are ``(batch, steps, channels)`` / ``(batch, rows, cols, channels)`` with
 ``data_format="channels_last"`` (the default), channels second with ``"channels_first"``.
 A conv kernel has Keras's shape ``kernel_size + (in_channels // groups, filters)``.
 """
+import re
+
 import numpy as np
 
 from .. import activations, initializers, regularizers
@@ -13,7 +15,7 @@ from ..ops.conv import conv1d, conv2d, conv_output_length, avg_pool2d, max_pool2
 from ..ops.reduce import reduce_max, reduce_mean
 from ..ops.shape import reshape
 from ..serialization import serialize
-from .base import Layer
+from .base import Layer, _unique_name
 
 __all__ = ["Conv1D", "Conv2D", "MaxPooling1D", "MaxPooling2D", "AveragePooling1D",
            "AveragePooling2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
@@ -48,6 +50,15 @@ def _padding(value, allowed):
     return value
 
 
+def _keras_name(kwargs, cls):
+    """Keras's default names for these classes ("conv2d", "max_pooling1d"; tapeflow's snake_case
+    splits a digit from a capital: "conv2_d")."""
+    if kwargs.get("name") is None:
+        words = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", cls.__name__)
+        kwargs["name"] = _unique_name(re.sub(r"([a-z])([A-Z])", r"\1_\2", words).lower())
+    return kwargs
+
+
 def _maybe(obj):
     return None if obj is None else serialize(obj)
 
@@ -74,7 +85,7 @@ class _Conv(Layer):
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(**_keras_name(kwargs, type(self)))
         name = type(self).__name__
         if not isinstance(filters, (int, np.integer)) or isinstance(filters, bool) or filters <= 0:
             raise ValueError(f"{name} filters must be a positive integer, got {filters!r}")
@@ -211,7 +222,7 @@ class _Pooling(Layer):
     _pool = None
 
     def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(**_keras_name(kwargs, type(self)))
         self.pool_size = _tuple(pool_size, self.rank, "pool_size")
         self.strides = self.pool_size if strides is None else _tuple(strides, self.rank, "strides")
         self.padding = _padding(padding, ("valid", "same"))
@@ -283,7 +294,7 @@ class _GlobalPooling(Layer):
     _reduce = None
 
     def __init__(self, data_format=None, keepdims=False, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(**_keras_name(kwargs, type(self)))
         self.data_format = _data_format(data_format)
         self.keepdims = bool(keepdims)
 
