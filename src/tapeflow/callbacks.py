@@ -11,6 +11,8 @@ import math
 import os
 import sys
 
+import numpy as np
+
 
 __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "EarlyStopping",
            "ModelCheckpoint", "TerminateOnNaN", "CSVLogger", "LearningRateScheduler",
@@ -203,11 +205,28 @@ class EarlyStopping(_Monitor):
         self.start_from_epoch = start_from_epoch
 
     def on_train_begin(self, logs=None):
+        if getattr(self, "_restored", False):   # set_state's counts go on (a resumed run)
+            self._restored = False
+            return
         self.wait = 0
         self.stopped_epoch = 0
         self.best = None
         self.best_weights = None
         self.best_epoch = 0
+
+    def get_state(self):
+        """``(counts as JSON, best weights as a list of arrays or None)``: what a resumed run
+        needs to stop where the uninterrupted one would."""
+        return ({"wait": self.wait, "best": self.best, "best_epoch": self.best_epoch,
+                 "stopped_epoch": self.stopped_epoch},
+                None if self.best_weights is None else [np.asarray(w) for w in self.best_weights])
+
+    def set_state(self, counts, best_weights=None):
+        """Restore ``get_state()``'s values; the next ``fit`` goes on counting from them."""
+        self.wait, self.best = int(counts["wait"]), counts["best"]
+        self.best_epoch, self.stopped_epoch = int(counts["best_epoch"]), int(counts["stopped_epoch"])
+        self.best_weights = None if best_weights is None else list(best_weights)
+        self._restored = True
 
     def on_epoch_end(self, epoch, logs=None):
         if epoch < self.start_from_epoch:

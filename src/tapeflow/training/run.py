@@ -227,7 +227,7 @@ class _Trainer:
         callbacks = {}
         arrays = {}
         if self.early_stopping is not None:
-            callbacks["early_stopping"], es_arrays = early_stopping_state(self.early_stopping)
+            callbacks["early_stopping"], es_arrays = _early_stopping_state(self.early_stopping)
             arrays.update(es_arrays)
         if self.best is not None:
             callbacks["best"] = {"value": self.best.value, "epoch": self.best.epoch}
@@ -245,7 +245,7 @@ class _Trainer:
         self.history = {k: list(v) for k, v in ckpt.training["history"].items()}
         callbacks = ckpt.training["callbacks"]
         if self.early_stopping is not None and "early_stopping" in callbacks:
-            load_early_stopping_state(self.early_stopping, callbacks["early_stopping"],
+            _load_early_stopping_state(self.early_stopping, callbacks["early_stopping"],
                                       ckpt.arrays, ckpt.path)
         if self.best is not None and "best" in callbacks:
             self.best.value = callbacks["best"]["value"]
@@ -264,7 +264,7 @@ class _Trainer:
         validation = None if self.data.x_valid is None else (self.data.x_valid, self.data.y_valid)
         callbacks = [_EpochEnd(self)]
         if self.early_stopping is not None:
-            callbacks.insert(0, _Resumable(self.early_stopping))
+            callbacks.insert(0, self.early_stopping)
         progress = self.cfg.logging.progress
         if self.verbose and progress != "none":
             callbacks.append(_Progress(2 if progress == "lines" else 1, self.stream,
@@ -357,27 +357,6 @@ class _EpochEnd(callbacks_module.Callback):
             self.trainer.end_of_epoch(epoch, logs or {})
 
 
-class _Resumable(callbacks_module.Callback):
-    """Early stopping whose state was restored: its on_train_begin must not reset it."""
-
-    def __init__(self, inner):
-        super().__init__()
-        self.inner = inner
-        if not hasattr(inner, "wait"):
-            inner.on_train_begin()
-
-    def set_model(self, model):
-        super().set_model(model)
-        self.inner.set_model(model)
-
-    def set_params(self, params):
-        super().set_params(params)
-        self.inner.set_params(params)
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.inner.on_epoch_end(epoch, logs)
-
-
 class _Progress(callbacks_module.ProgbarLogger):
     def __init__(self, verbose, stream, force_bar=False):
         super().__init__(verbose, stream)
@@ -392,23 +371,18 @@ def restore_random_state(state):
     context().random.restore(state)
 
 
-def early_stopping_state(es):
-    """EarlyStopping's state as JSON and its best weights as arrays."""
-    arrays = {}
-    if es.best_weights is not None:
-        arrays = {f"early_stopping/best_weights/{i}": np.asarray(w)
-                  for i, w in enumerate(es.best_weights)}
-    return {"wait": es.wait, "best": es.best, "best_epoch": es.best_epoch,
-            "stopped_epoch": es.stopped_epoch, "best_weights": len(arrays)}, arrays
+def _early_stopping_state(es):
+    """EarlyStopping's counts as JSON and its best weights as named arrays."""
+    counts, weights = es.get_state()
+    arrays = {f"early_stopping/best_weights/{i}": w for i, w in enumerate(weights or [])}
+    return dict(counts, best_weights=len(arrays)), arrays
 
 
-def load_early_stopping_state(es, state, arrays, where):
+def _load_early_stopping_state(es, state, arrays, where):
     try:
-        es.wait, es.best = int(state["wait"]), state["best"]
-        es.best_epoch, es.stopped_epoch = int(state["best_epoch"]), int(state["stopped_epoch"])
         n = int(state["best_weights"])
-        es.best_weights = [arrays[f"early_stopping/best_weights/{i}"] for i in range(n)] \
-            if n else None
+        es.set_state(state, [arrays[f"early_stopping/best_weights/{i}"] for i in range(n)]
+                     if n else None)
     except (KeyError, TypeError, ValueError) as e:
         raise CheckpointError(f"{where}: early stopping's state is damaged ({e})") from None
 
