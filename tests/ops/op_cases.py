@@ -595,8 +595,30 @@ case("getitem_separated_advanced", "StridedSlice", lambda x, index: x[index],
 case("getitem_adjacent_advanced", "StridedSlice", lambda x, index: x[index],
      getitem_adjacent_spec, note="x[:, i1, i2]")
 case("getitem_ellipsis_newaxis", "StridedSlice", lambda x, index: x[index], getitem_ellipsis_spec)
-case("gather", "StridedSlice", lambda x, indices, axis: tf.gather(x, indices, axis=axis),
-     gather_spec)
+case("gather", "GatherV2", lambda x, indices, axis: tf.gather(x, indices, axis=axis),
+     gather_spec, note="numpy indices: a constant input of the op")
+case("gather_tensor_indices", "GatherV2",
+     lambda x, indices, axis: tf.gather(x, tf.constant(indices), axis=axis), gather_spec,
+     note="indices a tensor input (non-differentiable); repeated indices add up")
+
+
+def _scatter_add_via_gradient(u, *, shape, indices, axis):
+    """ScatterAdd, the gradient of tf.gather, as a function of the cotangent u."""
+    x = tf.zeros(shape, dtype=tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.gather(x, tf.constant(indices), axis=axis)
+    return tape.gradient(y, x, output_gradients=u)
+
+
+def scatter_add_spec(draw):
+    params, (shape,) = gather_spec(draw)
+    out = np.take(np.empty(shape), params["indices"], axis=params["axis"]).shape
+    return {**params, "shape": shape}, [out]
+
+
+case("scatter_add", "ScatterAdd", _scatter_add_via_gradient, scatter_add_spec,
+     note="built as the gradient of gather w.r.t. its cotangent; its own gradient is a gather")
 case("boolean_mask", "StridedSlice", lambda x, mask, axis: tf.boolean_mask(x, mask, axis=axis),
      boolean_mask_spec)
 case("split", "StridedSlice", lambda x, sizes, axis: tf.split(x, sizes, axis=axis), split_spec,
@@ -1129,7 +1151,7 @@ case("sort", "StridedSlice", lambda x, axis, direction: tf.sort(x, axis=axis, di
      sort_spec, distinct(), note="a gather by argsort; no ties (sort has kinks there)")
 case("roll", "Roll", lambda x, shift, axis: tf.roll(x, shift, axis), roll_spec,
      note="several shifts, repeated axes add up")
-case("repeat", "StridedSlice", lambda x, repeats, axis: tf.repeat(x, repeats, axis=axis),
+case("repeat", "GatherV2", lambda x, repeats, axis: tf.repeat(x, repeats, axis=axis),
      repeat_spec, note="axis=None flattens; zero repeats included")
 case("meshgrid", ("Reshape", "BroadcastTo"),
      lambda *xs, indexing: tf.meshgrid(*xs, indexing=indexing), meshgrid_spec,
@@ -1138,11 +1160,11 @@ case("linalg_diag", "StridedSliceGrad", lambda x, **kw: tf.linalg.diag(x, **kw),
      note="off-diagonal k, rectangular outputs, padding")
 case("linalg_diag_part", "StridedSlice", lambda x, k: tf.linalg.diag_part(x, k=k),
      diag_part_spec, note="off-diagonal k of rectangular matrices")
-case("embedding_lookup", "StridedSlice", lambda p, ids: tf.nn.embedding_lookup(p, ids),
+case("embedding_lookup", "GatherV2", lambda p, ids: tf.nn.embedding_lookup(p, ids),
      embedding_spec, note="ids of any rank, repeated ids add up")
-case("embedding_lookup_sharded", ("ConcatV2", "StridedSlice"),
+case("embedding_lookup_sharded", ("ConcatV2", "GatherV2"),
      lambda p0, p1, ids: tf.nn.embedding_lookup([p0, p1], ids), embedding_sharded_spec)
-case("embedding_lookup_max_norm", ("StridedSlice", "Maximum"),
+case("embedding_lookup_max_norm", ("GatherV2", "Maximum"),
      lambda p, ids: tf.nn.embedding_lookup(p, ids, max_norm=1.0), embedding_spec,
      uniform(-2.0, 2.0), note="rows clipped to norm 1; a row norm within 1e-6 of 1 has "
      "probability ~0")
@@ -1557,6 +1579,7 @@ BATCH_CASES = [
     BatchCase("reduce_sum_rows", lambda x: tf.reduce_sum(x * x, axis=-1, keepdims=True), (2, 3)),
     BatchCase("cumsum", lambda x: tf.cumsum(x, axis=1, reverse=True), (3,)),
     BatchCase("getitem", lambda x: x[:, [2, 0, 2]], (3,)),
+    BatchCase("gather", lambda x: tf.gather(x, tf.constant([[2, 0], [2, 1]]), axis=1), (3,)),
     BatchCase("tile", lambda x: tf.tile(x, [1, 2]), (3,)),
     BatchCase("inv", lambda x: tf.linalg.inv(x), (3, 3), well_conditioned()),
     BatchCase("det", lambda x: tf.linalg.det(x)[:, None], (3, 3), well_conditioned()),

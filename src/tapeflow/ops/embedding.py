@@ -1,11 +1,14 @@
 """``nn.embedding_lookup``: rows of an embedding table, as a gather on axis 0.
 
-The gradient is the gather's (``StridedSlice``): each looked-up row's cotangent
-is added back into its row of the table, repeated ids adding up.
+The ids are an input of the gather (``GatherV2``), so a traced graph looks up
+the ids it is called with.  The gradient is the gather's (``ScatterAdd``): each
+looked-up row's cotangent is added back into its row of the table, repeated ids
+adding up.
 """
 import numpy as np
 
-from ..core.tensor import Tensor
+from .. import backend
+from ..core.tensor import Tensor, convert_to_tensor
 from ._util import as_tensor
 from .clip import clip_by_norm
 from .shape import concat, gather
@@ -27,15 +30,18 @@ def embedding_lookup(params, ids, max_norm=None, name=None):
         params = concat([as_tensor(p) for p in params], axis=0) if len(params) > 1 \
             else as_tensor(params[0])
     params = as_tensor(params)
-    ids = ids._value if isinstance(ids, Tensor) else np.asarray(ids)
-    if ids.dtype.kind not in "iu":
-        raise TypeError(f"embedding_lookup: ids must be integers, not {ids.dtype.name}")
+    ids = ids if isinstance(ids, Tensor) else convert_to_tensor(np.asarray(ids))
+    if ids._value.dtype.kind not in "iu":
+        raise TypeError(f"embedding_lookup: ids must be integers, not {ids._value.dtype.name}")
     rows = params._value.shape[0] if params._value.ndim else 0
-    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= rows):
-        bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
-        raise ValueError(f"embedding_lookup: id {bad} is not in [0, {rows})")
+    value = ids._value
+    if backend.is_array(value) and value.size:  # known ids (not traced): name the bad one here
+        low, high = int(value.min()), int(value.max())
+        if low < 0 or high >= rows:
+            raise ValueError(f"embedding_lookup: id {low if low < 0 else high} is not in "
+                             f"[0, {rows})")
     out = gather(params, ids)
     if max_norm is not None:
-        axes = list(range(ids.ndim, out._value.ndim))
+        axes = list(range(value.ndim, out._value.ndim))
         out = clip_by_norm(out, max_norm, axes=axes)
     return out

@@ -296,14 +296,79 @@ def _scatter_grad(op, g):
     return apply(GETITEM, (g,), {"index": op.get_attr("index"), "nb": nb})
 
 
-def gather(params, indices, axis=None, batch_dims=0, name=None):
-    """Take ``params[..., indices, ...]`` along ``axis`` (0 by default)."""
+# --- gather: the indices are an input ------------------------------------------------------------
+# GatherV2(params, indices; axis) is ``take(params, indices, axis)`` with ``axis`` counted from the
+# right, so params may carry leading (jacobian) axes.  Its gradient ScatterAdd adds each slice of
+# the cotangent into zeros at its index (repeated indices add up); ScatterAdd's gradient is
+# GatherV2, so gathers differentiate to any order.  The indices are data, an input of both ops,
+# never an attribute: a traced graph (an Embedding's) then takes new ids at every call.
+def _check_indices(indices, size):
+    """TensorFlow's CPU kernel refuses an index outside [0, size) (numpy would wrap a negative one
+    or fail deep inside): one error naming the first bad index, eagerly or when a graph runs."""
+    if not indices.size:
+        return
+    xp = array_module(indices)
+    bad = (indices < 0) | (indices >= size)
+    if bool(bad.any()):
+        where = tuple(int(i) for i in xp.argwhere(bad)[0])
+        value = int(indices[where])
+        index = "[" + ",".join(str(i) for i in where) + "]" if where else ""
+        raise ValueError(f"gather: indices{index} = {value} is not in [0, {size})")
+
+
+def _gather_forward(params, indices, axis):
+    _check_indices(indices, params.shape[axis])
+    return array_module(params).take(params, indices, axis=axis)
+
+
+def _scatter_add_forward(updates, indices, axis, size):
+    """Zeros of the gathered-from shape (``size`` along ``axis``, counted from the right), with
+    each slice of ``updates`` added at its index."""
+    xp = array_module(updates)
+    post = -axis - 1
+    shape = updates.shape
+    lead = shape[:len(shape) - post - indices.ndim]
+    tail = shape[len(shape) - post:]
+    out = xp.zeros(lead + (size,) + tail, dtype=updates.dtype)
+    rows = updates.reshape(lead + (indices.size,) + tail)
+    xp.add.at(out, (Ellipsis, indices.reshape(-1)) + (slice(None),) * post, rows)
+    return out
+
+
+GATHER = def_primitive("GatherV2", _gather_forward)
+SCATTER_ADD = def_primitive("ScatterAdd", _scatter_add_forward)
+
+
+@register_gradient("GatherV2", saves="inputs")
+def _gather_grad(op, g):
+    axis = op.get_attr("axis")
+    return apply(SCATTER_ADD, (g, op.inputs[1]), {"axis": axis, "size": op.in_shapes[0][axis]}), \
+        None
+
+
+@register_gradient("ScatterAdd", saves="inputs")
+def _scatter_add_grad(op, g):
+    return apply(GATHER, (g, op.inputs[1]), {"axis": op.get_attr("axis")}), None
+
+
+def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
+    """``params[..., indices, ...]`` along ``axis`` (0 by default), as ``tf.gather``: the result
+    has shape ``params.shape[:axis] + indices.shape + params.shape[axis + 1:]``.  Indices are
+    integers in [0, params.shape[axis]) (others raise ValueError); a tensor of them stays an
+    input of the op (a traced graph gathers the ids it is called with).  The gradient adds each
+    gathered slice's cotangent back at its index."""
     params = as_tensor(params)
     if batch_dims:
         raise NotImplementedError("gather with batch_dims is not supported yet")
-    axis = 0 if axis is None else int(axis) % params._value.ndim
-    indices = indices._value if isinstance(indices, Tensor) else np.asarray(indices)
-    return getitem(params, (slice(None),) * axis + (indices,))
+    if not isinstance(indices, Tensor):
+        indices = convert_to_tensor(np.asarray(indices))
+    if indices._value.dtype.kind not in "iu":
+        raise TypeError(f"gather: indices must be integers, not {indices._value.dtype.name}")
+    ndim = params._value.ndim
+    if ndim == 0:
+        raise ValueError("gather: params must have at least one axis, got a scalar")
+    axis = one_axis(0 if axis is None else axis, ndim, "gather")
+    return apply(GATHER, (params, indices), {"axis": axis})
 
 
 def boolean_mask(tensor, mask, axis=0, name=None):
