@@ -1,0 +1,66 @@
+"""One ``LayerCase`` per public layer class of ``tapeflow.keras.layers``: the layer battery's table.
+
+A new layer gets a case here (``tests/layers/test_layer_battery.py`` fails for a public layer
+class without one). Shapes are small: the gradient checks step every input and weight element.
+Inputs are chosen away from kinks (no ties for max pooling, tanh where an activation is
+needed), so second derivatives hold against finite differences.
+"""
+import numpy as np
+
+from tapeflow.keras import layers
+
+from tests.layers.battery import LayerCase
+
+__all__ = ["CASES", "EXEMPT"]
+
+
+def distinct(shape):
+    """An input builder: values 0.1 apart in random order (a maximum without ties, so max
+    pooling is differentiable there)."""
+    def build(rng, dtype):
+        n = int(np.prod(shape))
+        return (rng.permutation(n) * 0.1 - n * 0.05).reshape(shape).astype(dtype)
+    return build
+
+
+CASES = [
+    # --- core ---
+    LayerCase(layers.Dense, dict(units=3, activation="tanh"), (2, 4)),
+    LayerCase(layers.Dense, dict(units=2, use_bias=False, kernel_regularizer="l2"), (2, 2, 3),
+              id="Dense-3d-no-bias"),
+    LayerCase(layers.Activation, dict(activation="tanh"), (2, 3)),
+    LayerCase(layers.Dropout, dict(rate=0.5, seed=1), (4, 5), random_in_training=True),
+    LayerCase(layers.Flatten, {}, (2, 3, 2)),
+    # --- normalization ---
+    LayerCase(layers.BatchNormalization, dict(momentum=0.9), (4, 3),
+              training_changes_output=True),
+    LayerCase(layers.LayerNormalization, {}, (2, 2, 3)),
+    LayerCase(layers.Normalization, dict(mean=[0.5, -1.0, 2.0], variance=[2.0, 0.5, 1.0]),
+              (3, 3)),
+    # --- reshaping ---
+    LayerCase(layers.Reshape, dict(target_shape=(3, -1)), (2, 2, 3)),
+    LayerCase(layers.Permute, dict(dims=(2, 1)), (2, 3, 4)),
+    LayerCase(layers.RepeatVector, dict(n=3), (2, 4)),
+    # --- convolution ---
+    LayerCase(layers.Conv1D, dict(filters=3, kernel_size=2, activation="tanh",
+                                  bias_initializer="random_normal"), (2, 5, 2)),
+    LayerCase(layers.Conv2D, dict(filters=3, kernel_size=2, strides=(2, 1), padding="same",
+                                  activation="tanh", bias_initializer="random_normal"),
+              (2, 4, 3, 2)),
+    # --- pooling ---
+    LayerCase(layers.MaxPooling1D, dict(pool_size=2), (2, 6, 2),
+              input_builder=distinct((2, 6, 2))),
+    LayerCase(layers.MaxPooling2D, dict(pool_size=2, padding="same"), (2, 5, 4, 2),
+              input_builder=distinct((2, 5, 4, 2))),
+    LayerCase(layers.AveragePooling1D, dict(pool_size=3, strides=2, padding="same"), (2, 5, 2)),
+    LayerCase(layers.AveragePooling2D, dict(pool_size=2), (2, 4, 4, 2)),
+    LayerCase(layers.GlobalMaxPooling1D, {}, (2, 4, 3), input_builder=distinct((2, 4, 3))),
+    LayerCase(layers.GlobalMaxPooling2D, {}, (2, 3, 3, 2), input_builder=distinct((2, 3, 3, 2))),
+    LayerCase(layers.GlobalAveragePooling1D, {}, (2, 4, 3)),
+    LayerCase(layers.GlobalAveragePooling2D, dict(keepdims=True), (2, 3, 3, 2)),
+]
+
+# public layer classes without a case, each with the reason
+EXEMPT = {
+    layers.InputLayer: "declares a model's input; it computes nothing (tests/models cover it)",
+}
