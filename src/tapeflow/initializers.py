@@ -18,7 +18,7 @@ from .serialization import Registry
 
 __all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomNormal", "RandomUniform",
            "TruncatedNormal", "GlorotUniform", "GlorotNormal", "HeUniform", "HeNormal",
-           "LecunNormal", "LecunUniform", "get", "serialize", "deserialize"]
+           "LecunNormal", "LecunUniform", "Orthogonal", "get", "serialize", "deserialize"]
 
 
 def _fans(shape):
@@ -145,11 +145,37 @@ class LecunUniform(_VarianceScaling):
     distribution = "uniform"
 
 
+class Orthogonal(_Random):
+    """Keras's: ``gain`` times a random orthogonal matrix (QR of normal draws, signs fixed by R's
+    diagonal) of shape ``(prod(shape[:-1]), shape[-1])``; recurrent kernels start with it."""
+
+    def __init__(self, gain=1.0, seed=None):
+        super().__init__(seed)
+        self.gain = gain
+
+    def __call__(self, shape, dtype="float32"):
+        shape = tuple(int(d) for d in shape)
+        if len(shape) < 2:
+            raise ValueError(f"Orthogonal initializer needs a shape of rank 2 or more, got {shape}")
+        rows, cols = int(np.prod(shape[:-1])), shape[-1]
+        draws = random.normal((max(rows, cols), min(rows, cols)), dtype="float64",
+                              seed=self.seed).numpy()
+        q, r = np.linalg.qr(draws)
+        q = q * np.sign(np.diag(r))
+        if rows < cols:
+            q = q.T
+        return Tensor((self.gain * q).reshape(shape).astype(numpy_dtype(dtype)))
+
+    def get_config(self):
+        return {"gain": self.gain, "seed": self.seed}
+
+
 # Keras's names; "HeNormal", "GlorotUniform" ... are the same names folded (tapeflow.serialization).
 REGISTRY = Registry("initializer", {
     "zeros": Zeros, "ones": Ones, "constant": Constant, "random_normal": RandomNormal,
     "random_uniform": RandomUniform, "truncated_normal": TruncatedNormal,
     "glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal, "he_uniform": HeUniform,
     "he_normal": HeNormal, "lecun_normal": LecunNormal, "lecun_uniform": LecunUniform,
+    "orthogonal": Orthogonal, "uniform": RandomUniform, "normal": RandomNormal,
 }, base=Initializer)
 get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize

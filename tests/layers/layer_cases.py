@@ -23,6 +23,13 @@ def distinct(shape):
     return build
 
 
+def token_ids(shape, vocabulary):
+    """An input builder: integer ids in [0, vocabulary) (whatever dtype is asked)."""
+    def build(rng, dtype):
+        return rng.integers(0, vocabulary, shape).astype(np.int32)
+    return build
+
+
 CASES = [
     # --- core ---
     LayerCase(layers.Dense, dict(units=3, activation="tanh"), (2, 4)),
@@ -58,9 +65,29 @@ CASES = [
     LayerCase(layers.GlobalMaxPooling2D, {}, (2, 3, 3, 2), input_builder=distinct((2, 3, 3, 2))),
     LayerCase(layers.GlobalAveragePooling1D, {}, (2, 4, 3)),
     LayerCase(layers.GlobalAveragePooling2D, dict(keepdims=True), (2, 3, 3, 2)),
+    # --- embedding, masking, recurrent ---
+    LayerCase(layers.Embedding, dict(input_dim=5, output_dim=3), (2, 4),
+              input_builder=token_ids((2, 4), 5), input_dtype="int32",
+              differentiable_inputs=False),
+    LayerCase(layers.Masking, dict(mask_value=0.0), (2, 3, 2)),
+    LayerCase(layers.SimpleRNN, dict(units=2, return_sequences=True,
+                                     bias_initializer="random_normal"), (2, 3, 2)),
+    LayerCase(layers.LSTM, dict(units=2, bias_initializer="random_normal"), (2, 3, 2)),
+    LayerCase(layers.GRU, dict(units=2, return_sequences=True, bias_initializer="random_normal"),
+              (2, 3, 2)),
+    LayerCase(layers.GRU, dict(units=2, reset_after=False, go_backwards=True), (2, 3, 2),
+              id="GRU-reset-before-backwards"),
+    LayerCase(layers.RNN, dict(cell={"class_name": "LSTMCell", "config": {"units": 2}},
+                               return_sequences=True), (2, 3, 2)),
+    LayerCase(layers.Bidirectional, dict(layer={"class_name": "LSTM", "config": {
+        "units": 2, "return_sequences": True}}), (2, 3, 2)),
 ]
 
 # public layer classes without a case, each with the reason
 EXEMPT = {
     layers.InputLayer: "declares a model's input; it computes nothing (tests/models cover it)",
+    layers.SimpleRNNCell: "one step, called with (inputs, states): the battery runs cells "
+                          "inside RNN (the RNN case) and SimpleRNN",
+    layers.LSTMCell: "one step, called with (inputs, states): the RNN case runs it",
+    layers.GRUCell: "one step, called with (inputs, states): the GRU cases run it",
 }

@@ -88,7 +88,9 @@ class Tensor:
     Made by ops and by ``tapeflow.constant``; not constructed directly.
     """
 
-    __slots__ = ("_value", "_id", "_node", "__weakref__")
+    # _keras_mask: Keras's per-timestep mask that a layer attaches to its output (layers/base.py);
+    # left unset (read with getattr(t, "_keras_mask", None)), so a tensor pays nothing for it
+    __slots__ = ("_value", "_id", "_node", "_keras_mask", "__weakref__")
     # numpy defers ``ndarray <op> Tensor`` to the Tensor's reflected operator.
     __array_priority__ = 100
 

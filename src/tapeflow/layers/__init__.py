@@ -4,6 +4,9 @@ from .core import Activation, Dense, Dropout, Flatten, Input, InputLayer  # noqa
 from .normalization import BatchNormalization, LayerNormalization  # noqa: F401
 from .preprocessing import Normalization  # noqa: F401
 from .reshaping import Permute, RepeatVector, Reshape  # noqa: F401
+from .embedding import Embedding, Masking  # noqa: F401
+from .recurrent import GRU, LSTM, RNN, Bidirectional, SimpleRNN  # noqa: F401
+from .recurrent_cells import GRUCell, LSTMCell, SimpleRNNCell  # noqa: F401
 from .convolutional import (  # noqa: F401
     AveragePooling1D, AveragePooling2D, Conv1D, Conv2D, GlobalAveragePooling1D,
     GlobalAveragePooling2D, GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D,

@@ -74,6 +74,7 @@ class Layer:
         self._np_dtype = np.dtype(numpy_dtype(dtype) or np.float32)
         self.dtype = self._np_dtype.name
         self._call_takes_training = "training" in inspect.signature(self.call).parameters
+        self._call_takes_mask = "mask" in inspect.signature(self.call).parameters
         # Keras 2's ``Dense(30, input_shape=(8,))``: a Sequential builds from it at once
         self._declared_input_shape = None if input_shape is None else \
             (None,) + tuple(input_shape if not isinstance(input_shape, int) else (input_shape,))
@@ -217,14 +218,22 @@ class Layer:
             inputs = cast(inputs, self._np_dtype)
         if self._call_takes_training:
             kwargs["training"] = training
+        mask = _mask_argument(self, inputs, kwargs)
         if self.built:  # the name scope only matters while weights are being created
-            return self.call(inputs, *args, **kwargs)
+            return _with_mask(self, inputs, self.call(inputs, *args, **kwargs), mask)
         with name_scope(self.name):
             self.build(_shape_of(inputs))
             self.built = True
-            return self.call(inputs, *args, **kwargs)
+            return _with_mask(self, inputs, self.call(inputs, *args, **kwargs), mask)
 
     _autocast = True
+    supports_masking = False  # Keras's: True for a layer that passes its input's mask on
+
+    def compute_mask(self, inputs, mask=None):
+        """The mask of the output (Keras's convention; None: no mask): the input's ``mask`` for a
+        layer that ``supports_masking``.  Layers that make a mask (Embedding(mask_zero=True),
+        Masking) or consume one (an RNN without return_sequences) override this."""
+        return mask if self.supports_masking else None
 
     def compute_output_shape(self, input_shape):
         """The output shape for ``input_shape`` (None for an unknown batch size)."""
@@ -242,6 +251,36 @@ class Layer:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
+
+
+# --- masks (Keras's convention) ---------------------------------------------------------------------
+# A mask rides on a tensor as ``tensor._keras_mask`` (one bool per timestep): the input's goes to
+# ``call(mask=...)`` when call takes it, and ``compute_mask(inputs, mask)`` gives the output's.
+def _mask_argument(layer, inputs, kwargs):
+    """The input's mask, also passed to ``call`` when it takes ``mask`` (an explicit one wins)."""
+    if "mask" in kwargs:
+        return kwargs["mask"]
+    mask = getattr(inputs, "_keras_mask", None)
+    if mask is not None and layer._call_takes_mask:
+        kwargs["mask"] = mask
+    return mask
+
+
+def _with_mask(layer, inputs, outputs, mask):
+    """``outputs`` with ``layer.compute_mask(inputs, mask)`` attached where they have none."""
+    if mask is None and type(layer).compute_mask is Layer.compute_mask:
+        return outputs  # nothing to attach: the common case, kept cheap
+    if getattr(outputs, "_keras_mask", None) is not None:
+        return outputs  # call attached it (Keras's Masking does)
+    masks = layer.compute_mask(inputs, mask)
+    if masks is None:
+        return outputs
+    pairs = zip(outputs, masks) if isinstance(outputs, (list, tuple)) else ((outputs, masks),)
+    for tensor, m in pairs:
+        if m is not None and isinstance(tensor, Tensor) and \
+                getattr(tensor, "_keras_mask", None) is None:
+            tensor._keras_mask = m
+    return outputs
 
 
 def _holds_layer(inputs):
