@@ -1,152 +1,18 @@
-"""Callbacks for ``fit``: History, progress, EarlyStopping, ModelCheckpoint, TerminateOnNaN,
-CSVLogger, LearningRateScheduler — Keras's names and behaviour.
+"""Callbacks that watch one logged quantity: EarlyStopping, ModelCheckpoint, ReduceLROnPlateau
+(Keras 3's rules).
 
 EarlyStopping with ``restore_best_weights=True`` restores the best weights at the
 end of training however it ended (patience ran out, the epochs ran out, or
-another callback stopped it).  ``fit`` hands callbacks logs of plain floats.
+another callback stopped it).
 """
-import csv
-import inspect
 import math
 import os
-import sys
 
 import numpy as np
 
+from .base import Callback
 
-__all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "EarlyStopping",
-           "ModelCheckpoint", "TerminateOnNaN", "CSVLogger", "LearningRateScheduler",
-           "ReduceLROnPlateau"]
-
-
-class Callback:
-    def __init__(self):
-        self.model = None
-        self.params = {}
-
-    def set_model(self, model):
-        self.model = model
-
-    def set_params(self, params):
-        self.params = params
-
-    def on_train_begin(self, logs=None): pass
-    def on_train_end(self, logs=None): pass
-    def on_epoch_begin(self, epoch, logs=None): pass
-    def on_epoch_end(self, epoch, logs=None): pass
-    def on_train_batch_begin(self, batch, logs=None): pass
-    def on_train_batch_end(self, batch, logs=None): pass
-    def on_test_begin(self, logs=None): pass
-    def on_test_end(self, logs=None): pass
-    def on_test_batch_begin(self, batch, logs=None): pass
-    def on_test_batch_end(self, batch, logs=None): pass
-    def on_predict_begin(self, logs=None): pass
-    def on_predict_end(self, logs=None): pass
-    def on_predict_batch_begin(self, batch, logs=None): pass
-    def on_predict_batch_end(self, batch, logs=None): pass
-
-
-class CallbackList:
-    """Calls every callback's hook in order."""
-
-    def __init__(self, callbacks, model, params):
-        self.callbacks = list(callbacks)
-        for cb in self.callbacks:
-            cb.set_model(model)
-            cb.set_params(params)
-        # per-batch hooks cost time: call them only on callbacks that override them
-        self._batch_end = [cb for cb in self.callbacks
-                           if type(cb).on_train_batch_end is not Callback.on_train_batch_end]
-        self._batch_begin = [cb for cb in self.callbacks
-                             if type(cb).on_train_batch_begin is not Callback.on_train_batch_begin]
-
-    def __getattr__(self, hook):
-        if not hook.startswith("on_"):
-            raise AttributeError(hook)
-
-        def call(*args, **kwargs):
-            for cb in self.callbacks:
-                getattr(cb, hook)(*args, **kwargs)
-        return call
-
-    def on_train_batch_begin(self, batch, logs=None):
-        for cb in self._batch_begin:
-            cb.on_train_batch_begin(batch, logs)
-
-    def on_train_batch_end(self, batch, logs=None):
-        for cb in self._batch_end:
-            cb.on_train_batch_end(batch, logs)
-
-    @property
-    def wants_batch_logs(self):
-        return bool(self._batch_end)
-
-
-class History(Callback):
-    """``history.history``: each metric's value per epoch."""
-
-    def __init__(self):
-        super().__init__()
-        self.history = {}
-        self.epoch = []
-
-    def on_train_begin(self, logs=None):
-        self.epoch = []
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.epoch.append(epoch)
-        for k, v in (logs or {}).items():
-            self.history.setdefault(k, []).append(v)
-
-
-def _fmt(value):
-    return f"{value:.4f}" if isinstance(value, float) else str(value)
-
-
-def _format_logs(logs):
-    return " - ".join(f"{k}: {_fmt(v)}" for k, v in logs.items())
-
-
-class ProgbarLogger(Callback):
-    """A tqdm bar per epoch on a terminal; one line per epoch otherwise (clean logs)."""
-
-    def __init__(self, verbose=1, stream=None):
-        super().__init__()
-        self.verbose = verbose
-        self._stream = stream
-        self._bar = None
-
-    @property
-    def stream(self):
-        """The given stream, else ``sys.stdout`` as it is now (pytest's capture replaces it)."""
-        return self._stream if self._stream is not None else sys.stdout
-
-    def _interactive(self):
-        return self.verbose == 1 and hasattr(self.stream, "isatty") and self.stream.isatty()
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if self._interactive():
-            from tqdm.auto import tqdm
-            self._bar = tqdm(total=self.params.get("steps"), file=self.stream, leave=True,
-                             desc=f"Epoch {epoch + 1}/{self.params.get('epochs')}", unit="step",
-                             dynamic_ncols=True, mininterval=0.2)
-        else:
-            self._bar = None
-
-    def on_train_batch_end(self, batch, logs=None):
-        if self._bar is not None:
-            self._bar.update(1)
-            if logs and self._bar.n % 20 == 0:
-                self._bar.set_postfix({k: _fmt(v) for k, v in logs.items()}, refresh=False)
-
-    def on_epoch_end(self, epoch, logs=None):
-        if self._bar is not None:
-            self._bar.set_postfix({k: _fmt(v) for k, v in (logs or {}).items()})
-            self._bar.close()
-            self._bar = None
-        elif self.verbose:
-            print(f"Epoch {epoch + 1}/{self.params.get('epochs')} - {_format_logs(logs or {})}",
-                  file=self.stream, flush=True)
+__all__ = ["EarlyStopping", "ModelCheckpoint", "ReduceLROnPlateau"]
 
 
 class _Monitor(Callback):
@@ -317,80 +183,6 @@ class ModelCheckpoint(_Monitor):
             print(f"Epoch {epoch + 1}: saved to {path}")
 
 
-class TerminateOnNaN(Callback):
-    """Stop training after the first batch whose loss is NaN or infinite."""
-
-    def on_train_batch_end(self, batch, logs=None):
-        loss = (logs or {}).get("loss")
-        if loss is not None and not math.isfinite(float(loss)):
-            print(f"Batch {batch}: invalid loss {float(loss)}, terminating training")
-            self.model.stop_training = True
-
-
-class CSVLogger(Callback):
-    """One CSV row per epoch: epoch and every logged value."""
-
-    def __init__(self, filename, separator=",", append=False):
-        super().__init__()
-        self.filename = os.fspath(filename)
-        self.separator = separator
-        self.append = append
-        self._keys = None
-        self._file = None
-
-    def on_train_begin(self, logs=None):
-        has_rows = self.append and os.path.exists(self.filename) \
-            and os.path.getsize(self.filename) > 0
-        self._file = open(self.filename, "a" if self.append else "w", newline="")
-        self._writer = None
-        self._write_header = not has_rows
-
-    def on_epoch_end(self, epoch, logs=None):
-        logs = logs or {}
-        if self._writer is None:
-            self._keys = sorted(logs)
-            self._writer = csv.DictWriter(self._file, fieldnames=["epoch"] + self._keys,
-                                          delimiter=self.separator)
-            if self._write_header:
-                self._writer.writeheader()
-        self._writer.writerow({"epoch": epoch, **{k: logs.get(k, "NA") for k in self._keys}})
-        self._file.flush()
-
-    def on_train_end(self, logs=None):
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-
-class LearningRateScheduler(Callback):
-    """Set the optimizer's learning rate from ``schedule(epoch, lr)`` (or Keras 2's
-    ``schedule(epoch)``) before each epoch; the rate is logged as ``learning_rate``."""
-
-    def __init__(self, schedule, verbose=0):
-        super().__init__()
-        self.schedule = schedule
-        self.verbose = verbose
-        self._takes_lr = _positional_count(schedule) != 1
-
-    def on_epoch_begin(self, epoch, logs=None):
-        lr = float(self.model.optimizer.learning_rate)
-        new = self.schedule(epoch, lr) if self._takes_lr else self.schedule(epoch)
-        try:
-            new = float(new)
-        except (TypeError, ValueError):
-            raise ValueError(f"LearningRateScheduler: schedule returned {new!r}, not a number") \
-                from None
-        if not math.isfinite(new) or new < 0:
-            raise ValueError(f"LearningRateScheduler: schedule returned {new!r} at epoch {epoch}")
-        self.model.optimizer.learning_rate = new
-        if self.verbose:
-            print(f"Epoch {epoch + 1}: learning rate {new:.6g}")
-
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is not None:
-            logs["learning_rate"] = float(self.model.optimizer.learning_rate)
-
-
 class ReduceLROnPlateau(_Monitor):
     """Multiply the learning rate by ``factor`` when ``monitor`` has not improved (by more
     than ``min_delta``) for ``patience`` epochs, then wait ``cooldown`` epochs before counting
@@ -437,14 +229,3 @@ class ReduceLROnPlateau(_Monitor):
                               f"to {float(optimizer.learning_rate):.6g}.")
                     self.cooldown_counter = self.cooldown
                     self.wait = 0
-
-
-def _positional_count(fn):
-    """How many positional arguments ``fn`` takes (None: any number, or unknown)."""
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind == p.VAR_POSITIONAL for p in params):
-        return None
-    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)

@@ -1,0 +1,137 @@
+"""The callback protocol (``Callback``, ``CallbackList``) and what ``fit`` always adds:
+``History`` and the progress bar (``ProgbarLogger``).  ``fit`` hands callbacks logs of plain
+floats."""
+import sys
+
+
+__all__ = ["Callback", "CallbackList", "History", "ProgbarLogger"]
+
+
+class Callback:
+    def __init__(self):
+        self.model = None
+        self.params = {}
+
+    def set_model(self, model):
+        self.model = model
+
+    def set_params(self, params):
+        self.params = params
+
+    def on_train_begin(self, logs=None): pass
+    def on_train_end(self, logs=None): pass
+    def on_epoch_begin(self, epoch, logs=None): pass
+    def on_epoch_end(self, epoch, logs=None): pass
+    def on_train_batch_begin(self, batch, logs=None): pass
+    def on_train_batch_end(self, batch, logs=None): pass
+    def on_test_begin(self, logs=None): pass
+    def on_test_end(self, logs=None): pass
+    def on_test_batch_begin(self, batch, logs=None): pass
+    def on_test_batch_end(self, batch, logs=None): pass
+    def on_predict_begin(self, logs=None): pass
+    def on_predict_end(self, logs=None): pass
+    def on_predict_batch_begin(self, batch, logs=None): pass
+    def on_predict_batch_end(self, batch, logs=None): pass
+
+
+class CallbackList:
+    """Calls every callback's hook in order."""
+
+    def __init__(self, callbacks, model, params):
+        self.callbacks = list(callbacks)
+        for cb in self.callbacks:
+            cb.set_model(model)
+            cb.set_params(params)
+        # per-batch hooks cost time: call them only on callbacks that override them
+        self._batch_end = [cb for cb in self.callbacks
+                           if type(cb).on_train_batch_end is not Callback.on_train_batch_end]
+        self._batch_begin = [cb for cb in self.callbacks
+                             if type(cb).on_train_batch_begin is not Callback.on_train_batch_begin]
+
+    def __getattr__(self, hook):
+        if not hook.startswith("on_"):
+            raise AttributeError(hook)
+
+        def call(*args, **kwargs):
+            for cb in self.callbacks:
+                getattr(cb, hook)(*args, **kwargs)
+        return call
+
+    def on_train_batch_begin(self, batch, logs=None):
+        for cb in self._batch_begin:
+            cb.on_train_batch_begin(batch, logs)
+
+    def on_train_batch_end(self, batch, logs=None):
+        for cb in self._batch_end:
+            cb.on_train_batch_end(batch, logs)
+
+    @property
+    def wants_batch_logs(self):
+        return bool(self._batch_end)
+
+
+class History(Callback):
+    """``history.history``: each metric's value per epoch."""
+
+    def __init__(self):
+        super().__init__()
+        self.history = {}
+        self.epoch = []
+
+    def on_train_begin(self, logs=None):
+        self.epoch = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epoch.append(epoch)
+        for k, v in (logs or {}).items():
+            self.history.setdefault(k, []).append(v)
+
+
+def _fmt(value):
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _format_logs(logs):
+    return " - ".join(f"{k}: {_fmt(v)}" for k, v in logs.items())
+
+
+class ProgbarLogger(Callback):
+    """A tqdm bar per epoch on a terminal; one line per epoch otherwise (clean logs)."""
+
+    def __init__(self, verbose=1, stream=None):
+        super().__init__()
+        self.verbose = verbose
+        self._stream = stream
+        self._bar = None
+
+    @property
+    def stream(self):
+        """The given stream, else ``sys.stdout`` as it is now (pytest's capture replaces it)."""
+        return self._stream if self._stream is not None else sys.stdout
+
+    def _interactive(self):
+        return self.verbose == 1 and hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self._interactive():
+            from tqdm.auto import tqdm
+            self._bar = tqdm(total=self.params.get("steps"), file=self.stream, leave=True,
+                             desc=f"Epoch {epoch + 1}/{self.params.get('epochs')}", unit="step",
+                             dynamic_ncols=True, mininterval=0.2)
+        else:
+            self._bar = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self._bar is not None:
+            self._bar.update(1)
+            if logs and self._bar.n % 20 == 0:
+                self._bar.set_postfix({k: _fmt(v) for k, v in logs.items()}, refresh=False)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._bar is not None:
+            self._bar.set_postfix({k: _fmt(v) for k, v in (logs or {}).items()})
+            self._bar.close()
+            self._bar = None
+        elif self.verbose:
+            print(f"Epoch {epoch + 1}/{self.params.get('epochs')} - {_format_logs(logs or {})}",
+                  file=self.stream, flush=True)
