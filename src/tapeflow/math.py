@@ -14,6 +14,8 @@ from .ops.reduce import (  # noqa: F401
     reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_std, reduce_sum, reduce_variance,
 )
 from .ops.nn import l2_normalize  # noqa: F401
+from .ops.confusion import confusion_matrix  # noqa: F401
+from .ops.sorting import in_top_k, top_k  # noqa: F401
 from .ops.segment import (  # noqa: F401
     segment_max, segment_mean, segment_min, segment_sum, unsorted_segment_max,
     unsorted_segment_mean, unsorted_segment_min, unsorted_segment_sum,

@@ -1170,6 +1170,46 @@ case("embedding_lookup_max_norm", ("GatherV2", "Maximum"),
      "probability ~0")
 
 
+def top_k_spec(draw):
+    s = draw(shape_st(1, 3))
+    return {"k": draw(st.integers(0, s[-1]))}, [s]
+
+
+def along_last_axis_spec(scatter):
+    """Rows of indices into a last axis of ``size`` (repeats included): the input is the
+    gathered-from x [..., size], or for the scatter the updates [..., k]."""
+    def spec(draw):
+        s = draw(shape_st(1, 3))
+        size, k = s[-1], draw(st.integers(1, MAX_SIDE))
+        count = int(np.prod(s[:-1])) * k
+        ids = np.array(draw(st.lists(st.integers(0, size - 1), min_size=count, max_size=count)),
+                       dtype=np.int32).reshape(s[:-1] + (k,))
+        if scatter:
+            return {"ids": ids, "size": size}, [s[:-1] + (k,)]
+        return {"ids": ids}, [s]
+    return spec
+
+
+def _take_along_last_axis(x, ids):
+    from tapeflow.core.dispatch import apply
+    from tapeflow.ops.sorting import TAKE_ALONG_LAST_AXIS
+    return apply(TAKE_ALONG_LAST_AXIS, (x, tf.constant(ids)))
+
+
+def _scatter_add_along_last_axis(u, ids, size):
+    from tapeflow.core.dispatch import apply
+    from tapeflow.ops.sorting import SCATTER_ADD_ALONG_LAST_AXIS
+    return apply(SCATTER_ADD_ALONG_LAST_AXIS, (u, tf.constant(ids)), {"size": size})
+
+
+case("top_k", "TopKV2", lambda x, k: tf.math.top_k(x, k)[0], top_k_spec, distinct(),
+     note="no ties (top_k has kinks there); k = 0 included; the gradient scatters")
+case("take_along_last_axis", "TakeAlongLastAxis", _take_along_last_axis,
+     along_last_axis_spec(False), note="top_k's second-order rule; repeated indices")
+case("scatter_add_along_last_axis", "ScatterAddAlongLastAxis", _scatter_add_along_last_axis,
+     along_last_axis_spec(True), note="top_k's gradient; repeated indices add up")
+
+
 # --- convolution and pooling (ops/conv.py) --------------------------------------------------------
 def _conv_padding(draw):
     kind = draw(st.sampled_from(["SAME", "VALID", "explicit"]))
@@ -1518,6 +1558,16 @@ NON_DIFFERENTIABLE = {
                                                 centered=False)),
     "ApplyAdagrad": _nd("not_differentiable", _OPTIMIZER,
                         lambda x: _optimizer_op("ApplyAdagrad", x, x * x, x, _LR, epsilon=1e-7)),
+    "InTopKV2": _nd("not_differentiable", _BOOL,
+                    lambda x: _f64(tf.math.in_top_k(tf.constant([0, 1, 2]),
+                                                    tf.reshape(x, [3, -1]), 2))),
+    "ConfusionMatrix": _nd("not_differentiable", "counts of class indices: nothing to "
+                           "differentiate; registered NotDifferentiable",
+                           lambda x: _f64(tf.math.confusion_matrix(
+                               tf.argmax(tf.reshape(x, [-1, 3]), axis=-1),
+                               tf.argmin(tf.reshape(x, [-1, 3]), axis=-1), num_classes=3))),
+    "Multinomial": _nd("not_differentiable", _RANDOM,
+                       lambda x: _f64(tf.random.categorical(tf.reshape(x, [-1, 3]), 4))),
     "AdjustContrastv2": _nd("no_gradient",
                             "registered without a gradient, as in TensorFlow: differentiating it "
                             "raises LookupError", lambda x: tf.image.adjust_contrast(x, 2.0)),

@@ -6,7 +6,7 @@ the host and are plain (non-differentiable) tensors.
 
 ``normal``, ``uniform``, ``truncated_normal`` and ``shuffle`` are stateful
 primitives (``RandomStandardNormal``, ``RandomUniform``, ``TruncatedNormal``,
-``RandomShuffle``) run through ``apply``: each run draws from the context's
+``RandomShuffle``, and ``Multinomial`` for ``categorical``) run through ``apply``: each run draws from the context's
 random state at that moment, so a traced graph draws new numbers at every call (never a constant baked at trace
 time) and, under the same ``set_seed``, the same sequence as the eager program.
 An op given a tensor ``like`` instead of a shape (``dropout`` does) draws the
@@ -22,7 +22,7 @@ from ..dtypes import numpy_dtype
 from ._util import static_shape
 
 __all__ = ["set_seed", "normal", "uniform", "truncated_normal", "shuffle", "Generator",
-           "uniform_like"]
+           "uniform_like", "categorical"]
 
 
 def set_seed(seed):
@@ -163,3 +163,40 @@ class Generator:
         dt = numpy_dtype(dtype)
         minval, maxval = _uniform_bounds(minval, maxval, dt)
         return Tensor(_uniform_array(self._rng, static_shape(shape), minval, maxval, dt))
+
+
+# --- categorical: class indices drawn from logits ------------------------------------------------
+def _categorical_kernel(logits, *, num_samples, dtype, seed):
+    """[batch, num_samples] class indices, each drawn with probability softmax(logits row):
+    the Gumbel-max trick (argmax of logits plus Gumbel noise), so a -inf logit is never drawn."""
+    rng = _rng(seed)
+    batch, classes = logits.shape
+    gumbel = -np.log(-np.log(rng.uniform(np.finfo(np.float64).tiny, 1.0,
+                                         (batch, num_samples, classes))))
+    host = np.asarray(logits, dtype=np.float64)  # draws are made on the host, as the others
+    return np.argmax(host[:, None, :] + gumbel, axis=-1).astype(dtype)
+
+
+CATEGORICAL = def_primitive("Multinomial", _categorical_kernel, stateful=True)
+NotDifferentiable("Multinomial")  # a draw of class indices: nothing to differentiate
+
+
+def categorical(logits, num_samples, dtype=None, seed=None, name=None):
+    """int64 [batch, num_samples]: class indices drawn from the unnormalised log-probabilities
+    ``logits`` [batch, classes], as ``tf.random.categorical``; reproducible under ``set_seed``
+    (and an op ``seed``), a new draw at every run of a traced graph."""
+    logits = convert_to_tensor(logits)
+    if logits._value.ndim != 2:
+        raise ValueError(f"categorical: logits must be [batch, classes], got shape "
+                         f"{tuple(logits._value.shape)}")
+    if logits._value.dtype.kind != "f":
+        raise TypeError(f"categorical: logits must be floats, not {logits._value.dtype.name}")
+    if logits._value.shape[1] == 0:
+        raise ValueError("categorical: logits need at least one class")
+    num_samples = int(num_samples.numpy() if isinstance(num_samples, Tensor) else num_samples)
+    if num_samples < 0:
+        raise ValueError(f"categorical: num_samples must be >= 0, got {num_samples}")
+    dt = numpy_dtype("int64" if dtype is None else dtype)
+    if dt.kind not in "iu":
+        raise TypeError(f"categorical: dtype must be an integer type, got {dt.name}")
+    return apply(CATEGORICAL, (logits,), {"num_samples": num_samples, "dtype": dt, "seed": seed})
