@@ -22,20 +22,24 @@ from .core.context import context
 from .core.dispatch import apply
 from .core.registry import NotDifferentiable, def_primitive
 from .core.tensor import Tensor, convert_to_tensor
-from .ops.arithmetic import abs_
+from .ops.arithmetic import abs_, equal, logical_or, maximum
 from .serialization import Registry, snake_case
 from .ops.clip import clip_by_value
 from .ops.creation import one_hot
-from .ops.elementwise import log, square
+from .ops.elementwise import log, rsqrt, softplus, square
 from .ops.nn import log_softmax, sigmoid_cross_entropy_with_logits
-from .ops.reduce import reduce_mean, reduce_sum
+from .ops.reduce import reduce_all, reduce_max, reduce_mean, reduce_sum
 from .ops.shape import cast, expand_dims, squeeze, where
 
 __all__ = [
     "Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError", "Huber",
     "BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy",
+    "Hinge", "SquaredHinge", "CategoricalHinge", "KLDivergence", "Poisson", "LogCosh",
+    "CosineSimilarity",
     "mean_squared_error", "mean_absolute_error", "huber", "binary_crossentropy",
-    "categorical_crossentropy", "sparse_categorical_crossentropy", "mse", "mae", "MSE", "MAE",
+    "categorical_crossentropy", "sparse_categorical_crossentropy", "hinge", "squared_hinge",
+    "categorical_hinge", "kl_divergence", "poisson", "log_cosh", "cosine_similarity",
+    "mse", "mae", "MSE", "MAE", "kld", "KLD",
     "squeeze_or_expand_to_same_rank", "reduce_weighted_values", "register_loss", "get",
     "serialize", "deserialize", "EPSILON", "REDUCTIONS",
 ]
@@ -187,8 +191,76 @@ CHECK_CLASS_INDICES = def_primitive("CheckClassIndices", _checked_class_indices)
 NotDifferentiable("CheckClassIndices")  # class indices: nothing to differentiate
 
 
+def _hinge_labels(y_true):
+    """Keras's ``convert_binary_labels_to_hinge``: labels that are all 0 or 1 become -1 or 1;
+    any other labels are used as they are.  Decided with ops, so a traced step decides per batch."""
+    binary = reduce_all(logical_or(equal(y_true, 0.0), equal(y_true, 1.0)))
+    return where(binary, 2.0 * y_true - 1.0, y_true)
+
+
+def hinge(y_true, y_pred):
+    """mean(maximum(1 - y_true * y_pred, 0), axis=-1); labels -1/1 (0/1 are converted)."""
+    y_true, y_pred = _matched(y_true, y_pred)
+    return reduce_mean(maximum(1.0 - _hinge_labels(y_true) * y_pred, 0.0), axis=-1)
+
+
+def squared_hinge(y_true, y_pred):
+    """mean(square(maximum(1 - y_true * y_pred, 0)), axis=-1); labels -1/1 (0/1 converted)."""
+    y_true, y_pred = _matched(y_true, y_pred)
+    return reduce_mean(square(maximum(1.0 - _hinge_labels(y_true) * y_pred, 0.0)), axis=-1)
+
+
+def categorical_hinge(y_true, y_pred):
+    """maximum(max((1 - y_true) * y_pred) - sum(y_true * y_pred) + 1, 0) over the last axis,
+    for one-hot y_true."""
+    y_true, y_pred = _matched(y_true, y_pred)
+    positive = reduce_sum(y_true * y_pred, axis=-1)
+    negative = reduce_max((1.0 - y_true) * y_pred, axis=-1)
+    return maximum(negative - positive + 1.0, 0.0)
+
+
+def kl_divergence(y_true, y_pred):
+    """sum(y_true * log(y_true / y_pred), axis=-1), both clipped to [EPSILON, 1] first."""
+    y_true, y_pred = _matched(y_true, y_pred)
+    y_true = clip_by_value(y_true, EPSILON, 1.0)
+    y_pred = clip_by_value(y_pred, EPSILON, 1.0)
+    return reduce_sum(y_true * log(y_true / y_pred), axis=-1)
+
+
+def poisson(y_true, y_pred):
+    """mean(y_pred - y_true * log(y_pred + EPSILON), axis=-1)."""
+    y_true, y_pred = _matched(y_true, y_pred)
+    return reduce_mean(y_pred - y_true * log(y_pred + EPSILON), axis=-1)
+
+
+_LOG_2 = 0.6931471805599453
+
+
+def log_cosh(y_true, y_pred):
+    """mean(log(cosh(y_pred - y_true)), axis=-1), as x + softplus(-2x) - log 2: cosh would
+    overflow for |x| > ~89 in float32, this form stays finite (and smooth)."""
+    y_true, y_pred = _matched(y_true, y_pred)
+    x = y_pred - y_true
+    return reduce_mean(x + softplus(-2.0 * x) - _LOG_2, axis=-1)
+
+
+def _l2_normalize(x, axis):
+    """x / max(||x||, EPSILON) along ``axis`` (Keras's ``normalize``): the norm is floored
+    inside the rsqrt, so a zero vector has a finite (zero) gradient."""
+    squares = reduce_sum(square(x), axis=axis, keepdims=True)
+    return x * rsqrt(maximum(squares, EPSILON * EPSILON))
+
+
+def cosine_similarity(y_true, y_pred, axis=-1):
+    """-sum(l2_normalize(y_true) * l2_normalize(y_pred), axis): Keras's loss is the negative
+    similarity, so that minimising it aligns the vectors (-1 aligned, 0 orthogonal)."""
+    y_true, y_pred = _matched(y_true, y_pred)
+    return -reduce_sum(_l2_normalize(y_true, axis) * _l2_normalize(y_pred, axis), axis=axis)
+
+
 mse = MSE = mean_squared_error
 mae = MAE = mean_absolute_error
+kld = KLD = kl_divergence
 
 
 # --- reductions ------------------------------------------------------------------------------
@@ -360,14 +432,53 @@ class SparseCategoricalCrossentropy(_BuiltinLoss):
         self.axis = axis
 
 
+class Hinge(_BuiltinLoss):
+    def __init__(self, reduction="sum_over_batch_size", name="hinge"):
+        super().__init__(hinge, reduction=reduction, name=name)
+
+
+class SquaredHinge(_BuiltinLoss):
+    def __init__(self, reduction="sum_over_batch_size", name="squared_hinge"):
+        super().__init__(squared_hinge, reduction=reduction, name=name)
+
+
+class CategoricalHinge(_BuiltinLoss):
+    def __init__(self, reduction="sum_over_batch_size", name="categorical_hinge"):
+        super().__init__(categorical_hinge, reduction=reduction, name=name)
+
+
+class KLDivergence(_BuiltinLoss):
+    def __init__(self, reduction="sum_over_batch_size", name="kl_divergence"):
+        super().__init__(kl_divergence, reduction=reduction, name=name)
+
+
+class Poisson(_BuiltinLoss):
+    def __init__(self, reduction="sum_over_batch_size", name="poisson"):
+        super().__init__(poisson, reduction=reduction, name=name)
+
+
+class LogCosh(_BuiltinLoss):
+    def __init__(self, reduction="sum_over_batch_size", name="log_cosh"):
+        super().__init__(log_cosh, reduction=reduction, name=name)
+
+
+class CosineSimilarity(_BuiltinLoss):
+    def __init__(self, axis=-1, reduction="sum_over_batch_size", name="cosine_similarity"):
+        super().__init__(cosine_similarity, reduction=reduction, name=name, axis=axis)
+        self.axis = axis
+
+
 # --- names (the rules: tapeflow.serialization) -----------------------------------------------
 REGISTRY = Registry("loss", {
     **{obj.__name__: obj for obj in (
         mean_squared_error, mean_absolute_error, huber, binary_crossentropy,
         categorical_crossentropy, sparse_categorical_crossentropy, MeanSquaredError,
         MeanAbsoluteError, Huber, BinaryCrossentropy, CategoricalCrossentropy,
-        SparseCategoricalCrossentropy, LossFunctionWrapper)},
+        SparseCategoricalCrossentropy, LossFunctionWrapper, hinge, squared_hinge,
+        categorical_hinge, kl_divergence, poisson, log_cosh, cosine_similarity, Hinge,
+        SquaredHinge, CategoricalHinge, KLDivergence, Poisson, LogCosh, CosineSimilarity)},
     "mse": mean_squared_error, "mae": mean_absolute_error, "bce": binary_crossentropy,
+    "kld": kl_divergence,
 }, base=Loss, config_only=(LossFunctionWrapper,), register_hint="tapeflow.losses.register_loss")
 register_loss = REGISTRY.register
 get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize

@@ -42,6 +42,22 @@ def sparse_logits(rng, n, d):
     return rng.integers(0, d, n), 3 * rng.standard_normal((n, d))
 
 
+def signed_labels(rng, n, d):
+    return rng.choice([-1.0, 1.0], (n, d)), rng.standard_normal((n, d))
+
+
+def counts_and_rates(rng, n, d):
+    return rng.poisson(2.0, (n, d)).astype(float), rng.uniform(0.1, 3.0, (n, d))
+
+
+def distributions(rng, n, d):
+    return rng.dirichlet(np.ones(d), n), rng.uniform(0.05, 0.95, (n, d))
+
+
+def one_hot_scores(rng, n, d):
+    return np.eye(d)[rng.integers(0, d, n)], rng.standard_normal((n, d))
+
+
 @dataclass(frozen=True)
 class LossCase:
     name: str
@@ -88,4 +104,18 @@ CASES = [
              tf.losses.sparse_categorical_crossentropy, {"from_logits": True},
              ref.sparse_categorical_crossentropy, sparse_logits, labels_differentiable=False,
              ref_kwargs={"from_logits": True}),
+    LossCase("hinge", tf.losses.Hinge, tf.losses.hinge, {}, ref.hinge, signed_labels,
+             smooth=False),
+    LossCase("hinge_binary_labels", tf.losses.Hinge, tf.losses.hinge, {}, ref.hinge,
+             binary_logits, smooth=False, labels_differentiable=False),
+    LossCase("squared_hinge", tf.losses.SquaredHinge, tf.losses.squared_hinge, {},
+             ref.squared_hinge, signed_labels, smooth=False),
+    LossCase("categorical_hinge", tf.losses.CategoricalHinge, tf.losses.categorical_hinge, {},
+             ref.categorical_hinge, one_hot_scores, smooth=False),
+    LossCase("kl_divergence", tf.losses.KLDivergence, tf.losses.kl_divergence, {},
+             ref.kl_divergence, distributions),
+    LossCase("poisson", tf.losses.Poisson, tf.losses.poisson, {}, ref.poisson, counts_and_rates),
+    LossCase("log_cosh", tf.losses.LogCosh, tf.losses.log_cosh, {}, ref.log_cosh, regression),
+    LossCase("cosine_similarity", tf.losses.CosineSimilarity, tf.losses.cosine_similarity, {},
+             ref.cosine_similarity, regression),
 ]

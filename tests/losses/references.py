@@ -45,6 +45,43 @@ def sparse_categorical_crossentropy(labels, p, from_logits=False):
     return categorical_crossentropy(hot, p, from_logits=from_logits)
 
 
+def _hinge_labels(t):
+    return 2 * t - 1 if np.all((t == 0) | (t == 1)) else t
+
+
+def hinge(t, p):
+    return np.mean(np.maximum(1 - _hinge_labels(t) * p, 0), axis=-1)
+
+
+def squared_hinge(t, p):
+    return np.mean(np.maximum(1 - _hinge_labels(t) * p, 0) ** 2, axis=-1)
+
+
+def categorical_hinge(t, p):
+    pos = np.sum(t * p, axis=-1)
+    neg = np.max((1 - t) * p, axis=-1)
+    return np.maximum(neg - pos + 1, 0)
+
+
+def kl_divergence(t, p):
+    t, p = np.clip(t, EPS, 1), np.clip(p, EPS, 1)
+    return np.sum(t * np.log(t / p), axis=-1)
+
+
+def poisson(t, p):
+    return np.mean(p - t * np.log(p + EPS), axis=-1)
+
+
+def log_cosh(t, p):
+    return np.mean(np.log(np.cosh(p - t)), axis=-1)
+
+
+def cosine_similarity(t, p, axis=-1):
+    t = t / np.maximum(np.linalg.norm(t, axis=axis, keepdims=True), EPS)
+    p = p / np.maximum(np.linalg.norm(p, axis=axis, keepdims=True), EPS)
+    return -np.sum(t * p, axis=axis)
+
+
 def reduce(per_sample, weights, reduction):
     """Keras: weight, then sum / divide by the number of values / by the sum of the weights.
 

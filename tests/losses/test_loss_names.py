@@ -14,9 +14,16 @@ FUNCTION_NAMES = {
     "bce": losses.binary_crossentropy, "binary_crossentropy": losses.binary_crossentropy,
     "categorical_crossentropy": losses.categorical_crossentropy,
     "sparse_categorical_crossentropy": losses.sparse_categorical_crossentropy,
+    "hinge": losses.hinge, "squared_hinge": losses.squared_hinge,
+    "categorical_hinge": losses.categorical_hinge, "kld": losses.kl_divergence,
+    "KLD": losses.kl_divergence, "kl_divergence": losses.kl_divergence,
+    "poisson": losses.poisson, "log_cosh": losses.log_cosh,
+    "cosine_similarity": losses.cosine_similarity,
 }
 CLASS_NAMES = ["MeanSquaredError", "MeanAbsoluteError", "Huber", "BinaryCrossentropy",
-               "CategoricalCrossentropy", "SparseCategoricalCrossentropy"]
+               "CategoricalCrossentropy", "SparseCategoricalCrossentropy", "Hinge",
+               "SquaredHinge", "CategoricalHinge", "KLDivergence", "Poisson", "LogCosh",
+               "CosineSimilarity"]
 
 CONFIGURED = [
     losses.MeanSquaredError(reduction="sum", name="my_mse"),
@@ -26,6 +33,13 @@ CONFIGURED = [
     losses.CategoricalCrossentropy(from_logits=True, label_smoothing=0.2, axis=-1),
     losses.SparseCategoricalCrossentropy(from_logits=True, name="scce"),
     losses.LossFunctionWrapper(losses.huber, reduction="sum", delta=2.0),
+    losses.Hinge(reduction="sum"),
+    losses.SquaredHinge(name="sq"),
+    losses.CategoricalHinge(),
+    losses.KLDivergence(reduction="none"),
+    losses.Poisson(),
+    losses.LogCosh(name="lc"),
+    losses.CosineSimilarity(axis=0, reduction="sum"),
 ]
 
 
