@@ -141,6 +141,32 @@ def adagrad_reference(lr, initial_accumulator_value=0.1, epsilon=1e-7):
     return update
 
 
+def adamax_reference(lr, beta_1=0.9, beta_2=0.999, epsilon=1e-7):
+    lr = float32_rate(lr)
+    m = [np.zeros_like(W0), np.zeros_like(C0)]
+    u = [np.zeros_like(W0), np.zeros_like(C0)]
+
+    def update(t, grads, params):
+        for i, (p, g) in enumerate(zip(params, grads)):
+            m[i] = beta_1 * m[i] + (1 - beta_1) * g
+            u[i] = np.maximum(beta_2 * u[i], np.abs(g))
+            p -= lr * m[i] / ((1 - beta_1 ** t) * (u[i] + epsilon))
+    return update
+
+
+def lion_reference(lr, beta_1=0.9, beta_2=0.99, weight_decay=None):
+    lr = float32_rate(lr)
+    m = [np.zeros_like(W0), np.zeros_like(C0)]
+
+    def update(t, grads, params):
+        for i, (p, g) in enumerate(zip(params, grads)):
+            if weight_decay:
+                p -= lr * weight_decay * p  # decoupled, before the step
+            p -= lr * np.sign(beta_1 * m[i] + (1 - beta_1) * g)
+            m[i] = beta_2 * m[i] + (1 - beta_2) * g
+    return update
+
+
 CASES = {
     "sgd": (lambda: tf.optimizers.SGD(0.01), lambda: sgd_reference(0.01)),
     "sgd-momentum": (lambda: tf.optimizers.SGD(0.01, momentum=0.9),
@@ -161,6 +187,13 @@ CASES = {
     "adagrad": (lambda: tf.optimizers.Adagrad(0.1), lambda: adagrad_reference(0.1)),
     "adagrad-accumulator": (lambda: tf.optimizers.Adagrad(0.1, initial_accumulator_value=1.0, epsilon=1e-3),
                             lambda: adagrad_reference(0.1, initial_accumulator_value=1.0, epsilon=1e-3)),
+    "adamax": (lambda: tf.optimizers.Adamax(0.1), lambda: adamax_reference(0.1)),
+    "adamax-betas": (lambda: tf.optimizers.Adamax(0.05, beta_1=0.5, beta_2=0.8, epsilon=1e-3),
+                     lambda: adamax_reference(0.05, beta_1=0.5, beta_2=0.8, epsilon=1e-3)),
+    "lion": (lambda: tf.optimizers.Lion(0.01), lambda: lion_reference(0.01)),
+    "lion-betas-weight-decay": (
+        lambda: tf.optimizers.Lion(0.02, beta_1=0.5, beta_2=0.9, weight_decay=0.1),
+        lambda: lion_reference(0.02, beta_1=0.5, beta_2=0.9, weight_decay=0.1)),
 }
 
 
@@ -170,7 +203,8 @@ def test_trajectory_matches_the_numpy_reference(case):
     assert_same_path(tapeflow_trajectory(make_optimizer()), reference_trajectory(make_reference()))
 
 
-@pytest.mark.parametrize("case", ["sgd-momentum", "adam", "nadam", "rmsprop-centered", "adagrad"])
+@pytest.mark.parametrize("case", ["sgd-momentum", "adam", "nadam", "rmsprop-centered", "adagrad",
+                                  "adamax", "lion"])
 def test_float32_variables_stay_float32_and_follow_the_reference(case):
     make_optimizer, make_reference = CASES[case]
     got = tapeflow_trajectory(make_optimizer(), dtype=np.float32)
@@ -187,6 +221,18 @@ def test_keras_default_hyperparameters():
     rms = tf.optimizers.RMSprop()
     assert (rms.rho, rms.momentum, rms.epsilon, rms.centered) == (0.9, 0.0, 1e-7, False)
     assert tf.optimizers.Adagrad().initial_accumulator_value == 0.1
+    adamax = tf.optimizers.Adamax()
+    assert (float(adamax.learning_rate), adamax.beta_1, adamax.beta_2, adamax.epsilon) == \
+        (pytest.approx(0.001), 0.9, 0.999, 1e-7)
+    lion = tf.optimizers.Lion()
+    assert (float(lion.learning_rate), lion.beta_1, lion.beta_2) == (pytest.approx(0.001), 0.9, 0.99)
+    assert (adamax.name, lion.name) == ("adamax", "lion")
+
+
+def test_lion_refuses_a_beta_1_outside_0_1():
+    for beta_1 in (0.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="beta_1"):
+            tf.optimizers.Lion(beta_1=beta_1)
 
 
 def test_sgd_on_a_quadratic_converges():

@@ -92,9 +92,10 @@ def test_round_trip_between_models_built_with_other_counters(second_trained_firs
     assert_same_state(second.optimizer.get_state(), first.optimizer.get_state())
 
 
-def test_nadam_and_rmsprop_state_round_trips_too():
+def test_nadam_rmsprop_adamax_and_lion_state_round_trips_too():
     for make in (lambda: optimizers.Nadam(0.02),
-                 lambda: optimizers.RMSprop(0.01, momentum=0.5, centered=True)):
+                 lambda: optimizers.RMSprop(0.01, momentum=0.5, centered=True),
+                 lambda: optimizers.Adamax(0.02), lambda: optimizers.Lion(0.01)):
         first = net(make())
         train(first, 2)
         unrelated()

@@ -7,7 +7,8 @@ from tapeflow import optimizers
 
 @pytest.mark.parametrize("name,cls", [("sgd", optimizers.SGD), ("Adam", optimizers.Adam),
                                       ("NADAM", optimizers.Nadam), ("RMSprop", optimizers.RMSprop),
-                                      ("adagrad", optimizers.Adagrad)])
+                                      ("adagrad", optimizers.Adagrad), ("adamax", optimizers.Adamax),
+                                      ("Lion", optimizers.Lion)])
 def test_get_by_name_is_case_insensitive(name, cls):
     assert type(optimizers.get(name)) is cls
 
@@ -24,9 +25,9 @@ def test_get_passes_optimizers_through_and_reads_config_dicts():
 
 def test_unknown_names_list_the_known_ones():
     with pytest.raises(ValueError, match="adagrad.*adam.*nadam.*rmsprop.*sgd"):
-        optimizers.get("adamax")
+        optimizers.get("adadeltaa")
     with pytest.raises(ValueError, match="known optimizers"):
-        optimizers.get({"class_name": "Lion", "config": {}})
+        optimizers.get({"class_name": "Ftrl", "config": {}})
 
 
 def test_keras_style_config_with_features_switched_off_is_accepted():

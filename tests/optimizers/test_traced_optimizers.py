@@ -35,6 +35,9 @@ CONFIGS = {
     "rmsprop_clipvalue": lambda: tf.optimizers.RMSprop(0.01, clipvalue=0.1),
     "adagrad_cosine_warmup": lambda: tf.optimizers.Adagrad(
         schedules.CosineDecay(0.05, 4, warmup_target=0.1, warmup_steps=2), weight_decay=0.01),
+    "adamax_schedule_weight_decay": lambda: tf.optimizers.Adamax(_schedule(), weight_decay=0.05),
+    "lion_clipnorm": lambda: tf.optimizers.Lion(0.01, clipnorm=0.5),
+    "lion_schedule": lambda: tf.optimizers.Lion(_schedule()),
 }
 
 
@@ -90,7 +93,9 @@ def test_traced_step_equals_eager_step(name):
                                      ("adam_amsgrad_weight_decay", "ApplyAdamWithAmsgrad"),
                                      ("nadam", "ApplyNadam"),
                                      ("rmsprop_clipvalue", "ApplyRMSProp"),
-                                     ("adagrad_cosine_warmup", "ApplyAdagrad")])
+                                     ("adagrad_cosine_warmup", "ApplyAdagrad"),
+                                     ("adamax_schedule_weight_decay", "ApplyAdaMax"),
+                                     ("lion_clipnorm", "ApplyLion")])
 def test_the_whole_step_is_in_one_graph(name, op):
     p = Problem(CONFIGS[name])
     fn = tf.function(p.step)

@@ -8,10 +8,12 @@ from ..serialization import REFUSE, Registry
 from . import schedules
 from .adagrad import Adagrad
 from .adam import Adam
+from .adamax import Adamax
 from .adamw import AdamW
 from .base import Optimizer
 from .gauss_newton import OutputLoss, check_supported_loss
 from .levenberg_marquardt import LevenbergMarquardt
+from .lion import Lion
 from .nadam import Nadam
 from .newton import Newton
 from .rmsprop import RMSprop
@@ -20,7 +22,7 @@ from .sgd import SGD
 
 __all__ = [
     "Optimizer", "SGD", "Adam", "AdamW", "Nadam", "Newton", "LevenbergMarquardt", "OutputLoss", "check_supported_loss",
-    "RMSprop", "Adagrad", "schedules", "LearningRateSchedule",
+    "RMSprop", "Adagrad", "Adamax", "Lion", "schedules", "LearningRateSchedule",
     "ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay", "get", "serialize", "deserialize",
 ]
 
@@ -28,6 +30,6 @@ __all__ = [
 # None and functions are not optimizers.
 REGISTRY = Registry("optimizer", {
     "sgd": SGD, "adam": Adam, "adamw": AdamW, "nadam": Nadam, "rmsprop": RMSprop, "adagrad": Adagrad,
-    "newton": Newton, "levenberg_marquardt": LevenbergMarquardt,
+    "newton": Newton, "levenberg_marquardt": LevenbergMarquardt, "adamax": Adamax, "lion": Lion,
 }, base=Optimizer, functions=False, none=REFUSE)
 get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize

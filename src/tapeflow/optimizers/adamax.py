@@ -1,0 +1,57 @@
+"""Adamax: Adam with the infinity norm of past gradients in place of their RMS (Keras 3's)."""
+from .. import backend
+from ..core.registry import NotDifferentiable, def_primitive
+from .base import Optimizer
+
+__all__ = ["Adamax"]
+
+
+class Adamax(Optimizer):
+    """Slots ``momentum`` (m) and ``norm`` (u, an exponentially weighted infinity norm).
+    At step t (from 1), one ``ApplyAdaMax`` op per variable::
+
+        m += (g - m) * (1 - beta_1)
+        u = maximum(beta_2 * u, |g|)
+        w -= lr * m / ((1 - beta_1**t) * (u + epsilon))
+    """
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, *,
+                 clipnorm=None, clipvalue=None, global_clipnorm=None, weight_decay=None, name=None):
+        super().__init__(learning_rate, clipnorm=clipnorm, clipvalue=clipvalue,
+                         global_clipnorm=global_clipnorm, weight_decay=weight_decay, name=name)
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+
+    def build(self, var_list):
+        super().build(var_list)
+        for var in var_list:
+            self.add_slot(var, "momentum")
+            self.add_slot(var, "norm")
+
+    def update_step(self, gradient, variable, learning_rate):
+        m = self.get_slot(variable, "momentum")
+        u = self.get_slot(variable, "norm")
+        self._apply_update(APPLY_ADAMAX, (variable, m, u, gradient, learning_rate, self._iterations),
+                           {"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon},
+                           (variable, m, u))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon)
+        return config
+
+
+def _apply_adamax(var, m, u, grad, lr, iterations, *, beta_1, beta_2, epsilon):
+    """(new var, m, u) at step ``iterations + 1``; the bias correction in host floats."""
+    xp = backend.array_module(var)
+    t = int(iterations) + 1
+    m = m + (grad - m) * (1.0 - beta_1)
+    u = xp.maximum(u * beta_2, xp.abs(grad))
+    step = m * (float(lr) / (1.0 - beta_1 ** t))
+    step /= u + epsilon
+    return var - step, m, u
+
+
+APPLY_ADAMAX = def_primitive("ApplyAdaMax", _apply_adamax, num_outputs=3)
+NotDifferentiable("ApplyAdaMax")  # an optimizer step: state, not a differentiable computation
