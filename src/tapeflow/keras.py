@@ -28,6 +28,8 @@ class backend:  # noqa: N801 - a namespace, as keras.backend
 
 class utils:  # noqa: N801 - a namespace, as keras.utils
     register_keras_serializable = register_serializable
+    from .models.py_dataset import PyDataset, Sequence  # noqa: F401
+    from .preprocessing import pad_sequences  # noqa: F401
 
     @staticmethod
     def to_categorical(x, num_classes=None):
@@ -54,3 +56,8 @@ class utils:  # noqa: N801 - a namespace, as keras.utils
         """Seed tapeflow's random draws (initializers, dropout, shuffling), as Keras's."""
         from .ops.random import set_seed
         set_seed(seed)
+
+
+class preprocessing:  # noqa: N801 - a namespace, as Keras 2's keras.preprocessing
+    class sequence:  # noqa: N801
+        from .preprocessing import pad_sequences  # noqa: F401

@@ -10,7 +10,8 @@ from .input_gradient import InputGradient  # noqa: F401 - tf.regularizers.InputG
 from .ops.reduce import reduce_sum
 from .serialization import Registry
 
-__all__ = ["Regularizer", "L1", "L2", "L1L2", "InputGradient", "get", "serialize", "deserialize"]
+__all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "InputGradient", "get",
+           "serialize", "deserialize"]
 
 
 class Regularizer:
@@ -57,6 +58,11 @@ class L1L2(Regularizer):
     def get_config(self):
         return {"l1": self.l1, "l2": self.l2}
 
+
+# Keras 3's lowercase names are the classes themselves (keras.regularizers.l2 is L2), so
+# ``l2(1e-4)`` is an L2, and its config names it as one.  (Keras 2's function l1_l2 defaulted
+# both factors to 0.01; Keras 3's, as L1L2's, to 0.)
+l1, l2, l1_l2 = L1, L2, L1L2
 
 # Keras's names; "L1", "L1L2", "l1l2" ... are the same names folded (tapeflow.serialization).
 REGISTRY = Registry("regularizer", {"l1": L1, "l2": L2, "l1_l2": L1L2}, base=Regularizer)
