@@ -623,7 +623,17 @@ case("boolean_mask", "StridedSlice", lambda x, mask, axis: tf.boolean_mask(x, ma
      boolean_mask_spec)
 case("split", "StridedSlice", lambda x, sizes, axis: tf.split(x, sizes, axis=axis), split_spec,
      note="several outputs, each weighted")
-case("unstack", "StridedSlice", lambda x: tf.unstack(x, axis=-1), unary(1, 3))
+case("unstack", "Unpack", lambda x: tf.unstack(x, axis=-1), unary(1, 3))
+
+
+def unstack_spec(draw):
+    s = draw(shape_st(1, 3))
+    return {"axis": draw(st.integers(-len(s), len(s) - 1)), "used": draw(st.integers(0, 2))}, [s]
+
+
+case("unstack_some_slices", "Unpack",
+     lambda x, axis, used: [p * 2.0 for p in tf.unstack(x, axis=axis)[:used + 1]], unstack_spec,
+     note="unused slices get zero cotangents (an RNN's loop reads every slice)")
 case("trace", "StridedSlice", lambda a: tf.linalg.trace(a), unary(2, 3),
      note="diag_part is a[..., idx, idx]")
 

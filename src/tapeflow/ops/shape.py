@@ -186,11 +186,39 @@ def stack(values, axis=0, name=None):
     return concat([expand_dims(v, axis) for v in values], axis)
 
 
+# --- unstack: one op, one output per slice -------------------------------------------------------
+# Unpack(x; axis, num) gives the slices along ``axis`` (counted from the right) as views; its
+# gradient stacks the slices' cotangents (the backward pass gives zeros for unused ones).  One op
+# instead of one StridedSlice per slice, whose gradients would each scatter into a zeros array
+# of the whole input: a loop over a sequence's T steps (an RNN's) costs O(T) backwards, not O(T^2).
+def _unpack_forward(x, axis, num):
+    tail = (slice(None),) * (-axis - 1)
+    return tuple(x[(Ellipsis, i) + tail] for i in range(num))
+
+
+UNPACK = def_primitive("Unpack", _unpack_forward, num_outputs=None)  # num outputs
+
+
+@register_gradient("Unpack")
+def _unpack_grad(op, *grads):
+    axis = op.get_attr("axis")
+    tail = (slice(None),) * (-axis - 1)
+    return concat([g[(Ellipsis, None) + tail] for g in grads], axis)
+
+
 def unstack(value, num=None, axis=0, name=None):
+    """The slices of ``value`` along ``axis``, as a list (``tf.unstack``)."""
     value = as_tensor(value)
-    axis = int(axis) % value._value.ndim
-    index = (slice(None),) * axis
-    return [value[index + (i,)] for i in range(value._value.shape[axis])]
+    ndim = value._value.ndim
+    if ndim == 0:
+        raise ValueError("unstack: the input must have at least one axis, got a scalar")
+    axis = one_axis(axis, ndim, "unstack")
+    n = value._value.shape[axis]
+    if num is not None and int(num) != n:
+        raise ValueError(f"unstack: num={num} does not match the {n} slices along axis {axis}")
+    if n == 0:
+        return []
+    return list(apply(UNPACK, (value,), {"axis": axis, "num": n}))
 
 
 def split(value, num_or_size_splits, axis=0, num=None, name=None):
