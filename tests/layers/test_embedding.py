@@ -67,6 +67,15 @@ def test_traced_function_looks_up_the_ids_it_is_given():
         np.testing.assert_array_equal(f(tf.constant(ids)).numpy(), emb(np.array(ids)).numpy())
 
 
+def test_pretrained_weights_frozen():
+    table = np.arange(12.0).reshape(4, 3)
+    emb = layers.Embedding(4, 3, weights=[table], trainable=False)
+    np.testing.assert_array_equal(emb(np.array([[2, 0]])).numpy(), table[[[2, 0]]])
+    assert emb.trainable_variables == [] and len(emb.non_trainable_variables) == 1
+    with pytest.raises(ValueError, match=r"table of shape \(4, 2\)"):
+        layers.Embedding(4, 2, weights=[table])
+
+
 def test_config_round_trip():
     emb = layers.Embedding(7, 3, embeddings_initializer="glorot_uniform",
                            embeddings_regularizer="l2", mask_zero=True, input_length=4, name="e")

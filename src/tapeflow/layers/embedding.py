@@ -35,10 +35,13 @@ class Embedding(Layer):
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
                  embeddings_regularizer=None, embeddings_constraint=None, mask_zero=False,
-                 input_length=None, **kwargs):
+                 weights=None, input_length=None, activity_regularizer=None, lora_rank=None,
+                 **kwargs):
         if input_length is not None and kwargs.get("input_shape") is None:
             kwargs["input_shape"] = (input_length,)  # Keras 2's way of declaring the input
         super().__init__(**kwargs)
+        if activity_regularizer is not None or lora_rank is not None:
+            raise ValueError(f"{self.name}: activity_regularizer and lora_rank are not supported")
         self.input_dim = _positive_int(input_dim, "Embedding input_dim")
         self.output_dim = _positive_int(output_dim, "Embedding output_dim")
         self.embeddings_initializer = initializers.get(embeddings_initializer)
@@ -46,12 +49,22 @@ class Embedding(Layer):
         self.embeddings_constraint = embeddings_constraint
         self.mask_zero = bool(mask_zero)
         self.input_length = input_length
+        # Keras's weights=[table] (a pretrained table, often with trainable=False)
+        self._initial_table = None if weights is None else np.asarray(weights[0])
+        if self._initial_table is not None and \
+                self._initial_table.shape != (self.input_dim, self.output_dim):
+            raise ValueError(f"{self.name}: weights=[table] needs a table of shape "
+                             f"({self.input_dim}, {self.output_dim}), got "
+                             f"{self._initial_table.shape}")
         self.embeddings = None
 
     def build(self, input_shape):
         self.embeddings = self.add_weight(
             "embeddings", (self.input_dim, self.output_dim), self.embeddings_initializer,
             regularizer=self.embeddings_regularizer, constraint=self.embeddings_constraint)
+        if self._initial_table is not None:
+            self.embeddings.assign(self._initial_table.astype(self.embeddings._value.dtype))
+            self._initial_table = None
         self.built = True
 
     def call(self, inputs):
