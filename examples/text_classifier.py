@@ -19,18 +19,6 @@ VOCABULARY = 20  # 0 is padding, 1 "alpha", 2 "beta", 3.. filler words
 MAX_LENGTH = 14
 
 
-def pad(sequences, maxlen):
-    """Keras's ``pad_sequences`` (padding and truncating "pre", value 0)."""
-    padder = getattr(tf.keras.utils, "pad_sequences", None)
-    if padder is not None:
-        return padder(sequences, maxlen=maxlen)
-    out = np.zeros((len(sequences), maxlen), np.int32)
-    for row, seq in zip(out, sequences):
-        seq = seq[-maxlen:]
-        row[maxlen - len(seq):] = seq
-    return out
-
-
 def corpus(n, seed):
     """``n`` sentences (lists of ids) and their labels: 1 when alpha (1) precedes beta (2)."""
     rng = np.random.default_rng(seed)
@@ -63,6 +51,7 @@ def main():
     tf.keras.utils.set_random_seed(0)
     train_sentences, y_train = corpus(2000, seed=1)
     test_sentences, y_test = corpus(500, seed=2)
+    pad = tf.keras.utils.pad_sequences  # zeros in front, as Keras's
     x_train, x_test = pad(train_sentences, MAX_LENGTH), pad(test_sentences, MAX_LENGTH)
     print(f"{len(x_train)} training sentences, e.g. {train_sentences[0]} -> label {y_train[0]}")
     print(f"padded: {x_train[0].tolist()}")
