@@ -98,6 +98,19 @@ def test_outputs_and_states_match_the_numpy_recurrence(make, ref):
                                rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("make, ref", REFS, ids=IDS)
+def test_without_bias_is_the_recurrence_with_zero_bias(make, ref):
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 4, 3))
+    layer = make(return_sequences=True, use_bias=False, dtype="float64")
+    layer(x)
+    kernel, recurrent = _randomize(layer, rng)
+    reset_after = getattr(layer.cell, "reset_after", False)
+    bias = np.zeros((2, kernel.shape[1]) if reset_after else kernel.shape[1])
+    np.testing.assert_allclose(layer(x).numpy(), ref(x, kernel, recurrent, bias)[0],
+                               rtol=1e-12, atol=1e-12)
+
+
 def test_keras_weight_layout_and_initial_values():
     tf.keras.backend.clear_session()
     tf.keras.utils.set_random_seed(0)

@@ -227,7 +227,7 @@ class GRUCell(_Cell):
         return self.bias[0] if self.reset_after else self.bias
 
     def step(self, projected, states, recurrent_mask=None):
-        h = _dropped(states[0], recurrent_mask)  # Keras 3 drops h_prev everywhere in a GRU
+        h = _dropped(states[0], recurrent_mask)  # Keras's GRUCell drops h_prev everywhere
         u = self.units
         sigma, act = self.recurrent_activation, self.activation
         xz, xr, xh = split(projected, 3, axis=-1)
