@@ -140,7 +140,8 @@ def test_initial_state_continues_a_sequence_and_cells_step_alone():
     for a, b in ((y, y2), (h, h2), (c, c2)):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
     cell = lstm.cell
-    states = [np.zeros((2, 4), np.float32)] * 2
+    states = cell.get_initial_state(batch_size=2)
+    assert [tuple(s.shape) for s in states] == [(2, 4), (2, 4)]
     for t in range(5):  # Keras's cell API: output, states = cell(x_t, states)
         out, states = cell(x[:, t], states)
     np.testing.assert_allclose(out.numpy(), y.numpy(), rtol=1e-6, atol=1e-7)

@@ -16,6 +16,7 @@ order) come from the ops' rules.
 import numpy as np
 
 from .. import activations, initializers, regularizers
+from ..ops.creation import zeros
 from ..ops.shape import concat, split
 from ..serialization import serialize
 from .base import Layer
@@ -115,7 +116,8 @@ class _Cell(Layer):
         raise NotImplementedError
 
     def get_initial_state(self, batch_size=None):
-        return [None] * len(self.state_names)
+        """Zero states for ``batch_size`` rows (Keras's); the layers skip them instead."""
+        return [zeros((int(batch_size), self.units), self.dtype) for _ in self.state_names]
 
     def call(self, inputs, states, training=None):
         """One step, Keras's cell API: ``output, new_states = cell(x_t, states)``."""
