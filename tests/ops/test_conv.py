@@ -276,3 +276,37 @@ def test_a_traced_convolution_fits_any_batch_and_matches_eager():
         for a, b in zip(traced, eager, strict=True):
             np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert counts[0] == counts[-1], "the graph baked in the batch size: traced again per size"
+
+
+# --- the tiled fast path of the max-pool gradients against the general (stacked) path ---------
+@pytest.mark.parametrize("shape,ksize", [((2, 8, 8, 3), (2, 2)), ((2, 7, 9, 2), (2, 3)),
+                                         ((1, 6, 6, 1), (3, 3)), ((2, 5, 4, 2), (1, 2))])
+def test_tiled_max_pool_gradients_match_the_stacked_path(shape, ksize):
+    """Windows that tile the input take a path of their own (strided views, no col2im); it must
+    pick the same first maximum as the general path where windows tie (values rounded to a few
+    levels, as after a relu), leave a remainder no window reaches at zero, and carry leading
+    (jacobian) axes of the cotangent."""
+    from tapeflow.ops import pooling
+    rng = _rng(12)
+    x = np.maximum(np.round(rng.standard_normal(shape)), 0)  # many ties, whole windows of zeros
+    attrs = (ksize, ksize, ((0, 0), (0, 0)))
+    out_shape = (shape[0], shape[1] // ksize[0], shape[2] // ksize[1], shape[3])
+    for dy in (rng.standard_normal(out_shape), rng.standard_normal((3,) + out_shape)):
+        fast = pooling._max_pool_grad_forward(x, dy, *attrs)
+        np.testing.assert_array_equal(fast, pooling._max_pool_grad_stacked(x, dy, *attrs))
+    for g in (rng.standard_normal(shape), rng.standard_normal((2,) + shape)):
+        fast = pooling._max_pool_grad_grad_forward(x, g, *attrs)
+        np.testing.assert_array_equal(fast, pooling._max_pool_grad_grad_stacked(x, g, *attrs))
+
+
+def test_a_window_of_equal_values_sends_its_gradient_to_its_first_element():
+    """All-zero windows (common after a relu): TensorFlow and torch pick the first element."""
+    for shape, k, s in (((1, 2, 2, 1), 2, 2), ((1, 3, 3, 1), 2, 1)):  # tiled, overlapping
+        x = tf.constant(np.zeros(shape))
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(tf.nn.max_pool2d(x, k, s, "VALID"))
+        grad = tape.gradient(y, x).numpy()[0, ..., 0]
+        want = np.zeros(shape[1:3])
+        want[:shape[1] - k + 1:s, :shape[2] - k + 1:s] = 1
+        np.testing.assert_array_equal(grad, want)

@@ -11,7 +11,8 @@ import re
 import numpy as np
 
 from .. import activations, initializers, regularizers
-from ..ops.conv import conv1d, conv2d, conv_output_length, avg_pool2d, max_pool2d
+from ..ops.conv import conv1d, conv2d, conv_output_length
+from ..ops.pooling import avg_pool2d, max_pool2d
 from ..ops.reduce import reduce_max, reduce_mean
 from ..ops.shape import reshape
 from ..serialization import serialize

@@ -1,0 +1,249 @@
+"""Pooling: ``max_pool1d/2d``, ``avg_pool1d/2d`` and ``max_pool`` / ``avg_pool`` by rank, with
+TensorFlow's arguments (ksize, strides, "SAME"/"VALID"/explicit padding, NHWC or NCHW).
+
+Five primitives, in TensorFlow's design (``nn_grad.py``), all on NHWC arrays:
+
+* ``MaxPool(x)``, ``MaxPoolGrad(x, dy)`` (dy sent to each window's first maximum) and
+  ``MaxPoolGradGrad(x, g)`` (g read at each window's first maximum): the last two are each
+  other's gradient in their second operand, and piecewise constant in x (no gradient);
+* ``AvgPool(x)`` and ``AvgPoolGrad(dy)``, linear, each other's gradient.  "SAME" windows
+  average only the elements inside the input, as TensorFlow's.
+
+Where the windows tile the input (stride = window, no padding: Keras's default pool), the
+two gradient kernels work on each window element's strided view of x in place (no stacked
+copy, no col2im); elsewhere on the window elements stacked contiguously (``windows.py``).
+Both paths pick the same first maximum (tests/ops/test_conv.py compares them).
+
+Leading (jacobian) axes of dy and g broadcast against x's; attributes never hold the batch
+size, so one traced graph fits every batch.
+"""
+import numpy as np
+
+from ..core.dispatch import apply
+from ..core.registry import def_primitive, register_gradient
+from ._util import array_module, as_tensor
+from .shape import reshape
+from .window_args import check_format, check_output, explicit_pads, fold_batch, from_nhwc, \
+    spatial_arg, to_nhwc
+from .windows import out_hw, reduce_windows, stack_windows, tiles, unstack_windows, untile
+
+__all__ = ["max_pool1d", "max_pool2d", "max_pool", "avg_pool1d", "avg_pool2d", "avg_pool"]
+
+
+# =================================================================================================
+# The pooling primitives
+# =================================================================================================
+def _max_pool_forward(x, ksize, strides, pads):
+    return reduce_windows(x, ksize, strides, pads, array_module(x).maximum, -np.inf)
+
+
+def _first_max_one_hot(x, ksize, strides, pads, lead_ndim):
+    """(K, 1 * lead_ndim, ..., Ho, Wo, C) booleans: True at each window's first maximum."""
+    xp = array_module(x)
+    stacked = stack_windows(x, ksize, strides, pads, -np.inf)
+    best = stacked.max(axis=0)
+    idx = xp.zeros(best.shape, dtype=np.int32)
+    for k in range(len(stacked) - 1, -1, -1):  # backwards: the first maximum is written last
+        xp.copyto(idx, k, where=stacked[k] == best)
+    ks = xp.arange(len(stacked), dtype=np.int32).reshape((-1,) + (1,) * (lead_ndim + idx.ndim))
+    return ks == idx
+
+
+def _tiled_first_max(tiled):
+    """For each window element (i, j) of tiled x (..., Ho, kh, Wo, kw, C), in order: (i, j, hit),
+    hit (..., Ho, Wo, C) True where (i, j) is its window's first maximum."""
+    xp = array_module(tiled)
+    kh, kw = tiled.shape[-4], tiled.shape[-2]
+    best = tiled[..., :, 0, :, 0, :].copy()
+    for i in range(kh):
+        for j in range(kw):
+            if i or j:
+                xp.maximum(best, tiled[..., :, i, :, j, :], out=best)
+    unclaimed = None  # windows whose first maximum is still ahead
+    for i in range(kh):
+        for j in range(kw):
+            hit = xp.equal(tiled[..., :, i, :, j, :], best)
+            if unclaimed is None:
+                unclaimed = xp.logical_not(hit)
+            else:
+                xp.logical_and(hit, unclaimed, out=hit)
+                xp.greater(unclaimed, hit, out=unclaimed)  # unclaimed and not hit
+            yield i, j, hit
+
+
+def _max_pool_grad_tiled(tiled, dy, in_hw):
+    lead = np.broadcast_shapes(dy.shape[:-3], tiled.shape[:-5])
+    out = array_module(dy).empty(lead + tiled.shape[-5:], dtype=dy.dtype)
+    for i, j, hit in _tiled_first_max(tiled):
+        array_module(dy).multiply(dy, hit, out=out[..., :, i, :, j, :])
+    return untile(out, in_hw)
+
+
+def _max_pool_grad_stacked(x, dy, ksize, strides, pads):
+    hot = _first_max_one_hot(x, ksize, strides, pads, dy.ndim - x.ndim)
+    parts = array_module(dy).where(hot, dy, dy.dtype.type(0))
+    return unstack_windows(parts, x.shape[-3:-1], ksize, strides, (1, 1), pads)
+
+
+def _max_pool_grad_forward(x, dy, ksize, strides, pads):
+    """dy added at each window's first maximum, in x's shape (dy may have leading axes)."""
+    tiled = tiles(x, ksize, strides, pads)
+    if tiled is not None:
+        return _max_pool_grad_tiled(tiled, dy, x.shape[-3:-1])
+    return _max_pool_grad_stacked(x, dy, ksize, strides, pads)
+
+
+def _max_pool_grad_grad_tiled(tiled, g_tiled):
+    out = None
+    for i, j, hit in _tiled_first_max(tiled):
+        part = g_tiled[..., :, i, :, j, :] * hit
+        out = part if out is None else array_module(part).add(out, part, out=out)
+    return out
+
+
+def _max_pool_grad_grad_stacked(x, g, ksize, strides, pads):
+    hot = _first_max_one_hot(x, ksize, strides, pads, g.ndim - x.ndim)
+    parts = stack_windows(g, ksize, strides, pads, 0)
+    return array_module(g).where(hot, parts, g.dtype.type(0)).sum(axis=0)
+
+
+def _max_pool_grad_grad_forward(x, g, ksize, strides, pads):
+    """g (x's shape, maybe with leading axes) read at each window's first maximum."""
+    tiled = tiles(x, ksize, strides, pads)
+    if tiled is not None:
+        return _max_pool_grad_grad_tiled(tiled, tiles(g, ksize, strides, pads))
+    return _max_pool_grad_grad_stacked(x, g, ksize, strides, pads)
+
+
+def _window_counts(x_hw, ksize, strides, pads, xp, dtype):
+    """How many input (not padding) elements each window holds, as (Ho, Wo, 1)."""
+    ones = xp.ones(tuple(x_hw) + (1,), dtype=dtype)
+    return reduce_windows(ones, ksize, strides, pads, xp.add, 0)
+
+
+def _avg_pool_forward(x, ksize, strides, pads):
+    xp = array_module(x)
+    sums = reduce_windows(x, ksize, strides, pads, xp.add, 0)
+    if pads == ((0, 0), (0, 0)):
+        return sums / x.dtype.type(ksize[0] * ksize[1])
+    return sums / _window_counts(x.shape[-3:-1], ksize, strides, pads, xp, x.dtype)
+
+
+def _avg_pool_grad_forward(dy, input_hw, ksize, strides, pads):
+    xp = array_module(dy)
+    if pads == ((0, 0), (0, 0)):
+        share = dy / dy.dtype.type(ksize[0] * ksize[1])
+    else:
+        share = dy / _window_counts(input_hw, ksize, strides, pads, xp, dy.dtype)
+    parts = xp.broadcast_to(share, (ksize[0] * ksize[1],) + share.shape)
+    return unstack_windows(parts, input_hw, ksize, strides, (1, 1), pads)
+
+
+MAX_POOL = def_primitive("MaxPool", _max_pool_forward)
+MAX_POOL_GRAD = def_primitive("MaxPoolGrad", _max_pool_grad_forward)
+MAX_POOL_GRAD_GRAD = def_primitive("MaxPoolGradGrad", _max_pool_grad_grad_forward)
+AVG_POOL = def_primitive("AvgPool", _avg_pool_forward)
+AVG_POOL_GRAD = def_primitive("AvgPoolGrad", _avg_pool_grad_forward)
+
+
+def _pool_attrs(op):
+    return {k: op.get_attr(k) for k in ("ksize", "strides", "pads")}
+
+
+@register_gradient("MaxPool", saves="inputs")
+def _max_pool_grad(op, g):
+    (x,) = op.inputs
+    return apply(MAX_POOL_GRAD, (x, g), _pool_attrs(op))
+
+
+@register_gradient("MaxPoolGrad", saves="inputs")
+def _max_pool_grad_grad(op, g):
+    x, _ = op.inputs  # piecewise constant in x: which element is each window's maximum
+    return None, apply(MAX_POOL_GRAD_GRAD, (x, g), _pool_attrs(op))
+
+
+@register_gradient("MaxPoolGradGrad", saves="inputs")
+def _max_pool_grad_grad_grad(op, g):
+    x, _ = op.inputs
+    return None, apply(MAX_POOL_GRAD, (x, g), _pool_attrs(op))
+
+
+@register_gradient("AvgPool")
+def _avg_pool_grad(op, g):
+    input_hw = tuple(op.input_shape(0)[-3:-1])
+    return apply(AVG_POOL_GRAD, (g,), {"input_hw": input_hw, **_pool_attrs(op)})
+
+
+@register_gradient("AvgPoolGrad")
+def _avg_pool_grad_grad(op, g):
+    return apply(AVG_POOL, (g,), _pool_attrs(op))
+
+
+# =================================================================================================
+# The public functions: TensorFlow's arguments to the primitives' attributes
+# =================================================================================================
+def _pool2d(op, opname, input, ksize, strides, padding, data_format):  # noqa: A002
+    check_format(data_format, ("NHWC", "NCHW"), opname)
+    x = to_nhwc(as_tensor(input), data_format, 4)
+    x, unfold = fold_batch(x, opname)
+    ksize = spatial_arg(ksize, 2, "ksize", data_format)
+    strides = spatial_arg(strides, 2, "strides", data_format)
+    in_hw = tuple(x._value.shape[1:3])
+    pads = explicit_pads(padding, in_hw, ksize, strides, (1, 1), data_format, opname)
+    if any(p >= k for pair, k in zip(pads, ksize) for p in pair):
+        raise ValueError(f"{opname}: padding {list(pads)} must be smaller than the window {list(ksize)}")
+    check_output(out_hw(in_hw, ksize, strides, (1, 1), pads), opname, in_hw, ksize)
+    y = apply(op, (x,), {"ksize": ksize, "strides": strides, "pads": pads})
+    return from_nhwc(unfold(y), data_format, 4)
+
+
+def _pool1d(pool2d, input, ksize, strides, padding, data_format, opname):  # noqa: A002
+    check_format(data_format, ("NWC", "NCW"), opname)
+    x = to_nhwc(as_tensor(input), data_format, 3)
+    shape = tuple(x._value.shape)
+    if len(shape) != 3:
+        raise ValueError(f"{opname}: the input must have rank 3 [batch, W, C], got {list(shape)}")
+    k = spatial_arg(ksize, 1, "ksize", data_format)[0]
+    s = spatial_arg(strides, 1, "strides", data_format)[0]
+    pad = padding if isinstance(padding, str) else [(0, 0)] + [
+        tuple(p) for p in explicit_pads(padding, shape[1:2], (k,), (s,), (1,), data_format, opname)]
+    y = pool2d(reshape(x, (shape[0], 1) + shape[1:]), (1, k), (1, s), pad)
+    y = reshape(y, (shape[0],) + tuple(y._value.shape[2:]))
+    return from_nhwc(y, data_format, 3)
+
+
+def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
+    """The maximum of each ksize window (padding never wins: it is -inf)."""
+    return _pool2d(MAX_POOL, "max_pool2d", input, ksize, strides, padding, data_format)
+
+
+def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
+    """The mean of each ksize window; a "SAME" window averages only the input elements it holds."""
+    return _pool2d(AVG_POOL, "avg_pool2d", input, ksize, strides, padding, data_format)
+
+
+def max_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
+    return _pool1d(max_pool2d, input, ksize, strides, padding, data_format, "max_pool1d")
+
+
+def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
+    return _pool1d(avg_pool2d, input, ksize, strides, padding, data_format, "avg_pool1d")
+
+
+def _pool_by_rank(pool1d, pool2d, input, ksize, strides, padding, data_format):  # noqa: A002
+    rank = as_tensor(input)._value.ndim
+    if rank == 3:
+        return pool1d(input, ksize, strides, padding, data_format=data_format or "NWC")
+    if rank == 4:
+        return pool2d(input, ksize, strides, padding, data_format=data_format or "NHWC")
+    raise ValueError(f"pooling of a rank-{rank} input (only 1-D and 2-D are supported)")
+
+
+def max_pool(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
+    """``tf.nn.max_pool``: 1-D or 2-D by the input's rank."""
+    return _pool_by_rank(max_pool1d, max_pool2d, input, ksize, strides, padding, data_format)
+
+
+def avg_pool(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
+    """``tf.nn.avg_pool``: 1-D or 2-D by the input's rank."""
+    return _pool_by_rank(avg_pool1d, avg_pool2d, input, ksize, strides, padding, data_format)

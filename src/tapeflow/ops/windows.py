@@ -1,0 +1,138 @@
+"""Array code shared by convolution (``conv.py``) and pooling (``pooling.py``): window geometry,
+padding, im2col, a window's elements stacked contiguously, and col2im (their adjoint).
+
+Everything here works on NHWC arrays with any leading axes: (..., H, W, C), where ``...`` is
+the batch and, in gradient rules, a jacobian's extra leading axes.  A window element is named
+by its kernel offset (i, j), flattened as k = i * kw + j.
+"""
+import numpy as np
+
+from ._util import array_module
+
+__all__ = ["out_size", "out_hw", "pad_hw", "window_view", "im2col", "offsets", "window_slices",
+           "reduce_windows", "stack_windows", "unstack_windows", "tiles", "untile"]
+
+
+def out_size(n, k, stride, dilation, pad):
+    return (n + pad[0] + pad[1] - (k - 1) * dilation - 1) // stride + 1
+
+
+def out_hw(hw, kernel, strides, dilations, pads):
+    return tuple(out_size(n, k, s, d, p) for n, k, s, d, p in zip(hw, kernel, strides, dilations,
+                                                                   pads))
+
+
+def pad_hw(x, pads, value=0):
+    """x (..., H, W, C) padded with ``value`` (a fill and one copy: numpy.pad is slower)."""
+    (pt, pb), (pl, pr) = pads
+    if not (pt or pb or pl or pr):
+        return x
+    h, w = x.shape[-3:-1]
+    out = array_module(x).full(x.shape[:-3] + (h + pt + pb, w + pl + pr, x.shape[-1]), value,
+                               dtype=x.dtype)
+    out[..., pt:pt + h, pl:pl + w, :] = x
+    return out
+
+
+def _as_strided(a, shape, strides):
+    xp = array_module(a)
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=False)
+    return xp.lib.stride_tricks.as_strided(a, shape, strides)
+
+
+def window_view(xpad, kernel, strides, dilations, hw):
+    """The (..., Ho, Wo, kh, kw, C) view of the windows of padded ``xpad`` (..., Hp, Wp, C)."""
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, strides, dilations, hw
+    *lead, s_h, s_w, s_c = xpad.strides
+    shape = xpad.shape[:-3] + (ho, wo, kh, kw, xpad.shape[-1])
+    return _as_strided(xpad, shape, tuple(lead) + (s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c))
+
+
+def im2col(x, kernel, strides, dilations, pads):
+    """x (..., N, H, W, C) -> patches (..., N*Ho*Wo, kh*kw*C) (one copy), and (Ho, Wo)."""
+    hw = out_hw(x.shape[-3:-1], kernel, strides, dilations, pads)
+    win = window_view(pad_hw(x, pads), kernel, strides, dilations, hw)
+    rows = x.shape[-4] * hw[0] * hw[1]
+    return win.reshape(x.shape[:-4] + (rows, kernel[0] * kernel[1] * x.shape[-1])), hw
+
+
+def offsets(kernel, strides, dilations, hw):
+    """For each kernel offset (i, j): the slices of the padded input its window elements read."""
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, strides, dilations, hw
+    for i in range(kh):
+        for j in range(kw):
+            yield (i, j, slice(i * dh, i * dh + sh * (ho - 1) + 1, sh),
+                   slice(j * dw, j * dw + sw * (wo - 1) + 1, sw))
+
+
+def window_slices(x_hw, ksize, strides, pads):
+    hw = out_hw(x_hw, ksize, strides, (1, 1), pads)
+    return hw, list(offsets(ksize, strides, (1, 1), hw))
+
+
+def reduce_windows(x, ksize, strides, pads, ufunc, fill):
+    """``ufunc`` (maximum, add) over each window, padding with ``fill``: kh*kw strided passes."""
+    _, slices = window_slices(x.shape[-3:-1], ksize, strides, pads)
+    xpad = pad_hw(x, pads, fill)
+    out = None
+    for _, _, rows, columns in slices:
+        v = xpad[..., rows, columns, :]
+        out = v.copy() if out is None else ufunc(out, v, out=out)
+    return out
+
+
+def stack_windows(x, ksize, strides, pads, fill):
+    """(K, ..., Ho, Wo, C): element k = i * kw + j of every window, contiguous (one copy per k)."""
+    _, slices = window_slices(x.shape[-3:-1], ksize, strides, pads)
+    xpad = pad_hw(x, pads, fill)
+    return array_module(x).stack([xpad[..., rows, columns, :] for _, _, rows, columns in slices])
+
+
+def unstack_windows(parts, in_hw, ksize, strides, dilations, pads):
+    """The adjoint of ``stack_windows`` (col2im): parts (K, ..., Ho, Wo, C), window element
+    k = i * kw + j of each output position, added back into (..., H, W, C)."""
+    xp = array_module(parts)
+    (kh, kw), (h, w) = ksize, in_hw
+    ho, wo, c = parts.shape[-3:]
+    lead = parts.shape[1:-3]
+    if tuple(strides) == tuple(ksize) and tuple(dilations) == (1, 1) and \
+            pads == ((0, 0), (0, 0)) and (ho * kh, wo * kw) == (h, w):
+        # windows tile the input: (kh, kw, ..., Ho, Wo, C) -> (..., Ho, kh, Wo, kw, C), a transpose
+        n = parts.ndim + 1
+        tiled = parts.reshape((kh, kw) + parts.shape[1:])
+        perm = tuple(range(2, n - 3)) + (n - 3, 0, n - 2, 1, n - 1)
+        return xp.ascontiguousarray(tiled.transpose(perm)).reshape(lead + (h, w, c))
+    (pt, pb), (pl, pr) = pads
+    out = xp.zeros(lead + (h + pt + pb, w + pl + pr, c), dtype=parts.dtype)
+    for k, (_, _, rows, columns) in enumerate(offsets(ksize, strides, dilations, (ho, wo))):
+        out[..., rows, columns, :] += parts[k]
+    if pt or pb or pl or pr:
+        out = xp.ascontiguousarray(out[..., pt:pt + h, pl:pl + w, :])
+    return out
+
+
+# --- windows that tile the input --------------------------------------------------------------
+def tiles(x, ksize, strides, pads):
+    """Where the windows tile the input (stride = window, no padding: Keras's default pool),
+    the (..., Ho, kh, Wo, kw, C) view of the rows and columns they cover (a trailing remainder
+    that no window reaches left out); None otherwise.  Element (i, j) of every window is then
+    ``view[..., :, i, :, j, :]``, a plain strided view: no index arithmetic, no copy."""
+    (kh, kw) = ksize
+    if tuple(strides) != tuple(ksize) or pads != ((0, 0), (0, 0)):
+        return None
+    ho, wo = x.shape[-3] // kh, x.shape[-2] // kw
+    covered = x[..., :ho * kh, :wo * kw, :]
+    return covered.reshape(x.shape[:-3] + (ho, kh, wo, kw, x.shape[-1]))
+
+
+def untile(tiled, in_hw):
+    """(..., Ho, kh, Wo, kw, C) -> (..., H, W, C): the inverse of ``tiles``, with zeros where no
+    window reached."""
+    ho, kh, wo, kw, c = tiled.shape[-5:]
+    flat = tiled.reshape(tiled.shape[:-5] + (ho * kh, wo * kw, c))
+    if (ho * kh, wo * kw) == tuple(in_hw):
+        return flat
+    out = array_module(tiled).zeros(tiled.shape[:-5] + tuple(in_hw) + (c,), dtype=tiled.dtype)
+    out[..., :ho * kh, :wo * kw, :] = flat
+    return out
