@@ -1,4 +1,6 @@
-"""``Normalization``: feature scaling learned with ``adapt(data)`` and saved with the model.
+"""``Normalization``: feature scaling learned with ``adapt(data)`` and saved with the model;
+``Rescaling`` (``x * scale + offset``, fixed) and ``UnitNormalization`` (each row to unit
+length).
 
 ``(x - mean) / max(sqrt(variance), 1e-7)`` per feature, Keras 3's formula, with
 the population variance of the adapted data; mean and variance are
@@ -10,10 +12,11 @@ from .. import backend
 from ..core.tensor import Tensor
 from ..ops.arithmetic import maximum
 from ..ops.elementwise import sqrt
-from ..ops.shape import reshape
+from ..ops.nn import l2_normalize
+from ..ops.shape import cast, reshape
 from .base import Layer
 
-__all__ = ["Normalization"]
+__all__ = ["Normalization", "Rescaling", "UnitNormalization"]
 
 
 
@@ -56,6 +59,62 @@ class Normalization(Layer):
         mean = reshape(self.mean, shape)
         std = maximum(sqrt(reshape(self.variance, shape)), backend.EPSILON)
         return (inputs - mean) / std
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis}
+
+
+class Rescaling(Layer):
+    """``inputs * scale + offset`` in the layer's dtype (integer pixels in, floats out), as
+    Keras's: ``Rescaling(1 / 255)``; a list ``scale`` or ``offset`` acts along the last axis."""
+
+    def __init__(self, scale, offset=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = _constant(scale, "scale", self.name)
+        self.offset = _constant(offset, "offset", self.name)
+
+    def call(self, inputs):
+        if inputs.dtype != self._np_dtype:
+            inputs = cast(inputs, self._np_dtype)
+        scale = np.asarray(self.scale, self._np_dtype)
+        offset = np.asarray(self.offset, self._np_dtype)
+        return inputs * scale + offset
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale, "offset": self.offset}
+
+
+def _constant(value, what, layer):
+    """A float, or a list of floats (a config holds it as written)."""
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{layer}: {what} must be a number or a list of numbers, got "
+                         f"{value!r}") from None
+    if array.ndim > 1:
+        raise ValueError(f"{layer}: {what} must be a number or a list of numbers (one per "
+                         f"channel), got shape {array.shape}")
+    return float(array) if array.ndim == 0 else [float(v) for v in array]
+
+
+class UnitNormalization(Layer):
+    """Each sample scaled to unit Euclidean length along ``axis``: ``x / max(||x||, 1e-6)``
+    (Keras's, through ``tf.nn.l2_normalize`` with epsilon 1e-12 on the squared norm)."""
+
+    supports_masking = True
+
+    def __init__(self, axis=-1, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = axis if isinstance(axis, int) else [int(a) for a in axis]
+
+    def call(self, inputs):
+        return l2_normalize(inputs, axis=self.axis, epsilon=1e-12)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)

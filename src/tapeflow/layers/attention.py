@@ -1,0 +1,330 @@
+"""``Attention`` (Luong-style dot-product attention) and ``MultiHeadAttention``, as Keras's.
+
+Both weigh the rows of ``value`` by ``softmax(scores)`` of the query against
+the key; masked positions get a large negative number added to their scores
+first (Keras's 1e9), so they take no weight.  Everything is written in
+tapeflow's ops (``matmul``, ``einsum``, ``softmax``), whose gradient rules
+differentiate again, so the layers have second derivatives and trace.
+
+``MultiHeadAttention``'s weights are laid out as Keras's EinsumDense kernels:
+``query``/``key``/``value`` kernels ``(dim, num_heads, key_dim)`` with biases
+``(num_heads, key_dim)``, and the ``attention_output`` kernel ``(num_heads,
+value_dim, output dim)``, so Keras weights load by position.
+"""
+import math
+
+import numpy as np
+
+from .. import initializers, regularizers
+from ..core.tensor import Tensor, convert_to_tensor
+from ..ops.arithmetic import logical_and
+from ..ops.elementwise import tanh
+from ..ops.linalg import einsum, matmul
+from ..ops.nn import dropout, softmax
+from ..ops.reduce import reduce_sum
+from ..ops.shape import cast
+from ..serialization import serialize
+from .base import Layer, name_scope
+from .symbolic import holds_keras_tensor
+
+__all__ = ["Attention", "MultiHeadAttention"]
+
+_LARGE = 1e9  # Keras's: subtracted from a masked score
+
+
+def _as_tensor(x, dtype):
+    """``x`` as a tensor of the layer's float dtype (a list's items are not converted by
+    ``Layer.__call__``, nor a second positional argument)."""
+    if isinstance(x, Tensor):
+        return x if x._value.dtype == dtype or x._value.dtype.kind != "f" else cast(x, dtype)
+    return convert_to_tensor(np.asarray(x), dtype=dtype)
+
+
+def _expand(x, axis):
+    """``x`` with a new axis of size 1 at ``axis``, by indexing (``expand_dims`` records a
+    reshape to the traced shape, which ties a traced graph to one batch size)."""
+    index = (slice(None),) * axis + (None,) if axis >= 0 else \
+        (Ellipsis, None) + (slice(None),) * (-axis - 1)
+    return x[index]
+
+
+def _masked_softmax(scores, keep):
+    """``softmax(scores)`` over the last axis, entries where ``keep`` is False pushed to ~0."""
+    if keep is not None:
+        scores = scores - _LARGE * (1.0 - cast(keep, scores.dtype))
+    return softmax(scores, axis=-1)
+
+
+def _causal(q_len, k_len):
+    """(1, Tq, Tk): True where query position i may see key position j: j <= i (Keras's)."""
+    return Tensor(np.tril(np.ones((1, q_len, k_len), dtype=bool)))
+
+
+def _combine(*masks):
+    """The logical and of the masks given (None: no mask)."""
+    out = None
+    for m in masks:
+        if m is not None:
+            m = m if isinstance(m, Tensor) else Tensor(np.asarray(m, dtype=bool))
+            if m.dtype != np.bool_:
+                m = cast(m, np.bool_)
+            out = m if out is None else logical_and(out, m)
+    return out
+
+
+# --- Attention -------------------------------------------------------------------------------------
+class Attention(Layer):
+    """Dot-product attention: called on ``[query, value]`` or ``[query, value, key]`` (key
+    defaults to value), shapes ``(batch, Tq, dim)``, ``(batch, Tv, dim)``; returns
+    ``(batch, Tq, dim)`` = ``softmax(query @ key^T) @ value``.
+
+    ``use_scale``: a learned scalar multiplies the scores.  ``score_mode="concat"``:
+    scores ``sum(tanh(query + key))`` over the features (times a learned scalar).
+    ``mask=[query_mask, value_mask]`` (booleans ``(batch, Tq)``, ``(batch, Tv)``) hides value
+    positions and zeroes masked query rows; ``use_causal_mask`` lets position i see only
+    positions <= i.
+    """
+
+    def __init__(self, use_scale=False, score_mode="dot", dropout=0.0, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if score_mode not in ("dot", "concat"):
+            raise ValueError(f"Attention: score_mode must be 'dot' or 'concat', got "
+                             f"{score_mode!r}")
+        if not 0 <= float(dropout) < 1:
+            raise ValueError(f"Attention: dropout must be in [0, 1), got {dropout!r}")
+        self.use_scale = bool(use_scale)
+        self.score_mode = score_mode
+        self.dropout = float(dropout)
+        self.seed = seed
+        self.scale = None
+        self.concat_score_weight = None
+
+    def build(self, input_shape):
+        _check_attention_inputs(self.name, input_shape)
+        if self.use_scale:
+            self.scale = self.add_weight("scale", (), "ones")
+        if self.score_mode == "concat":
+            self.concat_score_weight = self.add_weight("concat_score_weight", (), "ones")
+        self.built = True
+
+    def _scores(self, query, key):
+        if self.score_mode == "dot":
+            scores = matmul(query, key, transpose_b=True)
+            return scores * self.scale if self.scale is not None else scores
+        pairs = _expand(query, -2) + _expand(key, -3)  # (batch, Tq, Tv, dim)
+        if self.scale is not None:
+            pairs = pairs * self.scale
+        return self.concat_score_weight * reduce_sum(tanh(pairs), axis=-1)
+
+    def call(self, inputs, mask=None, training=None, return_attention_scores=False,
+             use_causal_mask=False):
+        _check_attention_inputs(self.name, inputs, mask)
+        dtype = self._np_dtype
+        query, value = _as_tensor(inputs[0], dtype), _as_tensor(inputs[1], dtype)
+        key = _as_tensor(inputs[2], dtype) if len(inputs) > 2 else value
+        q_mask, v_mask = (mask[0], mask[1]) if mask is not None else (None, None)
+        scores = self._scores(query, key)
+        keep = _combine(None if v_mask is None else _expand(_combine(v_mask), -2),
+                        _causal(*scores.shape[-2:]) if use_causal_mask else None)
+        weights = _masked_softmax(scores, keep)
+        if training and self.dropout > 0:
+            weights = dropout(weights, self.dropout, seed=self.seed)
+        result = matmul(weights, value)
+        if q_mask is not None:
+            result = result * _expand(cast(_combine(q_mask), result.dtype), -1)
+        return (result, weights) if return_attention_scores else result
+
+    def compute_mask(self, inputs, mask=None):
+        return None if mask is None or mask[0] is None else mask[0]
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[0][:-1]) + (input_shape[1][-1],)
+
+    def get_config(self):
+        return {**super().get_config(), "use_scale": self.use_scale,
+                "score_mode": self.score_mode, "dropout": self.dropout, "seed": self.seed}
+
+
+def _check_attention_inputs(name, inputs, mask=None):
+    if not isinstance(inputs, (list, tuple)) or len(inputs) not in (2, 3):
+        raise ValueError(f"{name}: call Attention on a list [query, value] or "
+                         f"[query, value, key], got {type(inputs).__name__}"
+                         f"{'' if not isinstance(inputs, (list, tuple)) else f' of {len(inputs)}'}")
+    if mask is not None and (not isinstance(mask, (list, tuple)) or len(mask) not in (2, 3)):
+        raise ValueError(f"{name}: mask must be a list [query_mask, value_mask] (either may be "
+                         f"None), got {type(mask).__name__}")
+
+
+# --- MultiHeadAttention ----------------------------------------------------------------------------
+class _Projection(Layer):
+    """Keras's EinsumDense as MultiHeadAttention uses it: the last ``contract`` axes of the input
+    times a kernel ``(in dims..., out dims...)``, plus a bias over the output dims."""
+
+    def __init__(self, name, kernel_shape, contract, use_bias, kernel_initializer,
+                 bias_initializer, kernel_regularizer, bias_regularizer, kernel_constraint,
+                 bias_constraint, dtype):
+        super().__init__(name=name, dtype=dtype)
+        self.kernel_shape = tuple(int(d) for d in kernel_shape)
+        self.contract = contract
+        self.use_bias = use_bias
+        self.kernel = self.add_weight("kernel", self.kernel_shape, kernel_initializer,
+                                      regularizer=kernel_regularizer,
+                                      constraint=kernel_constraint)
+        self.bias = None
+        if use_bias:
+            self.bias = self.add_weight("bias", self.kernel_shape[contract:], bias_initializer,
+                                        regularizer=bias_regularizer, constraint=bias_constraint)
+        self.built = True
+        letters = "abcdefgh"
+        rank = len(self.kernel_shape)
+        kernel = letters[2:2 + rank]
+        x = "ab" + kernel[:contract]
+        self.equation = f"{x},{kernel}->ab{kernel[contract:]}"
+
+    def call(self, inputs):
+        y = einsum(self.equation, inputs, self.kernel)
+        return y + self.bias if self.bias is not None else y
+
+
+class MultiHeadAttention(Layer):
+    """Multi-head attention (Vaswani et al.), as Keras's: ``mha(query, value, key=None,
+    attention_mask=None, return_attention_scores=False, use_causal_mask=False)``.
+
+    ``query`` ``(batch, Tq, dim_q)``, ``value`` ``(batch, Tv, dim_v)``, ``key`` (default:
+    value).  Each head projects them to ``key_dim`` (``value_dim`` for values), attends with
+    scores ``q k^T / sqrt(key_dim)``, and the heads' results are projected back to ``dim_q``
+    (or ``output_shape``).  ``attention_mask`` ``(batch, Tq, Tv)``: True where attention is
+    allowed.  Attends over the last-but-one axis (rank-3 inputs); ``attention_axes`` other than
+    that are not supported.
+    """
+
+    supports_masking = True  # the output keeps the query's mask
+
+    def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True,
+                 output_shape=None, attention_axes=None, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = _positive(num_heads, "num_heads")
+        self.key_dim = _positive(key_dim, "key_dim")
+        self.value_dim = self.key_dim if value_dim is None else _positive(value_dim, "value_dim")
+        if not 0 <= float(dropout) < 1:
+            raise ValueError(f"MultiHeadAttention: dropout must be in [0, 1), got {dropout!r}")
+        self.dropout = float(dropout)
+        self.use_bias = bool(use_bias)
+        if output_shape is not None:
+            output_shape = (output_shape,) if isinstance(output_shape, int) else \
+                tuple(int(d) for d in output_shape)
+        self._output_shape = output_shape
+        if attention_axes is not None:
+            axes = (attention_axes,) if isinstance(attention_axes, int) else tuple(attention_axes)
+            if axes not in ((1,), (-2,)):
+                raise NotImplementedError(
+                    f"MultiHeadAttention: attention_axes={attention_axes!r} is not supported; "
+                    f"tapeflow attends over the last-but-one axis of rank-3 inputs "
+                    f"(attention_axes=None or (1,))")
+            attention_axes = list(axes)
+        self.attention_axes = attention_axes
+        if activity_regularizer is not None:
+            raise NotImplementedError("MultiHeadAttention: activity_regularizer is not supported")
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = kernel_constraint
+        self.bias_constraint = bias_constraint
+        self.seed = seed
+
+    def build(self, query_shape, value_shape=None, key_shape=None):
+        value_shape = query_shape if value_shape is None else value_shape
+        key_shape = value_shape if key_shape is None else key_shape
+        for what, shape in (("query", query_shape), ("value", value_shape), ("key", key_shape)):
+            if len(shape) != 3 or shape[-1] is None:
+                raise ValueError(f"{self.name}: {what} must have shape (batch, time, features) "
+                                 f"with known features, got {tuple(shape)}")
+        out = self._output_shape or (query_shape[-1],)
+        heads = self.num_heads
+        self._query_dense = self._projection("query", (query_shape[-1], heads, self.key_dim), 1)
+        self._key_dense = self._projection("key", (key_shape[-1], heads, self.key_dim), 1)
+        self._value_dense = self._projection("value", (value_shape[-1], heads, self.value_dim), 1)
+        self._output_dense = self._projection("attention_output",
+                                              (heads, self.value_dim) + tuple(out), 2)
+        self.built = True
+
+    def _projection(self, name, kernel_shape, contract):
+        with name_scope(name):
+            return _Projection(name, kernel_shape, contract, self.use_bias,
+                               self.kernel_initializer, self.bias_initializer,
+                               self.kernel_regularizer, self.bias_regularizer,
+                               self.kernel_constraint, self.bias_constraint, self.dtype)
+
+    def __call__(self, query, value=None, key=None, **kwargs):
+        if value is None:
+            raise TypeError(f"{self.name}: MultiHeadAttention is called as mha(query, value) "
+                            f"(value is required; for self-attention pass the same tensor "
+                            f"twice: mha(x, x))")
+        if key is not None:
+            kwargs["key"] = key
+        if not self.built and not holds_keras_tensor((query, value, key)):
+            # built here from all three shapes (Layer.__call__ would pass the query's alone)
+            with name_scope(self.name):
+                self.build(_shape(query), _shape(value), None if key is None else _shape(key))
+        return super().__call__(query, value, **kwargs)
+
+    def call(self, query, value, key=None, attention_mask=None, return_attention_scores=False,
+             training=None, use_causal_mask=False):
+        masks = [getattr(t, "_keras_mask", None) for t in (query, value, key)]
+        dtype = self._np_dtype
+        query, value = _as_tensor(query, dtype), _as_tensor(value, dtype)
+        key = value if key is None else _as_tensor(key, dtype)
+        q = self._query_dense(query) * (1.0 / math.sqrt(self.key_dim))  # (B, Tq, H, Dk)
+        k = self._key_dense(key)                                          # (B, Tk, H, Dk)
+        v = self._value_dense(value)                                      # (B, Tv, H, Dv)
+        scores = einsum("aecd,abcd->acbe", k, q)                          # (B, H, Tq, Tk)
+        keep = _keep_mask(masks, scores, attention_mask, use_causal_mask)
+        weights = _masked_softmax(scores, None if keep is None else _expand(keep, 1))
+        attended = weights
+        if training and self.dropout > 0:
+            attended = dropout(weights, self.dropout, seed=self.seed)
+        heads = einsum("acbe,aecd->abcd", attended, v)                   # (B, Tq, H, Dv)
+        output = self._output_dense(heads)
+        return (output, weights) if return_attention_scores else output
+
+    def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
+        return tuple(query_shape[:-1]) + (self._output_shape or (query_shape[-1],))
+
+    def get_config(self):
+        return {**super().get_config(), "num_heads": self.num_heads, "key_dim": self.key_dim,
+                "value_dim": self.value_dim, "dropout": self.dropout, "use_bias": self.use_bias,
+                "output_shape": None if self._output_shape is None else list(self._output_shape),
+                "attention_axes": self.attention_axes,
+                "kernel_initializer": initializers.serialize(self.kernel_initializer),
+                "bias_initializer": initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": _maybe(self.kernel_regularizer),
+                "bias_regularizer": _maybe(self.bias_regularizer), "seed": self.seed}
+
+
+def _keep_mask(masks, scores, attention_mask, use_causal_mask):
+    """(B, Tq, Tk) or None, as Keras's: the explicit mask, the Keras masks of the query (rows),
+    value and key (columns), and causality."""
+    q_mask, v_mask, k_mask = masks
+    return _combine(attention_mask,
+                    None if q_mask is None else _expand(_combine(q_mask), -1),
+                    None if v_mask is None else _expand(_combine(v_mask), -2),
+                    None if k_mask is None else _expand(_combine(k_mask), -2),
+                    _causal(*scores.shape[-2:]) if use_causal_mask else None)
+
+
+def _shape(x):
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+def _maybe(obj):
+    return None if obj is None else serialize(obj)
+
+
+def _positive(value, what):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"MultiHeadAttention: {what} must be a positive integer, got {value!r}")
+    return int(value)
