@@ -229,11 +229,12 @@ def _with_weights(layer, ws, x, mask):
 @pytest.mark.parametrize("make, ref", [REFS[1], REFS[2]], ids=["LSTM", "GRU"])
 def test_second_order_on_a_tiny_cell(make, ref):
     rng = np.random.default_rng(4)
-    x = rng.standard_normal((1, 2, 2))
+    x = rng.standard_normal((2, 2, 2))
     layer = make(return_sequences=True, dtype="float64")
     layer(x)
     weights = _randomize(layer, rng)
-    check_grads(lambda x, k, r, b: _with_weights(layer, (k, r, b), x, None),
+    mask = tf.constant(np.array([[True, False], [True, True]]))  # through a masked step too
+    check_grads(lambda x, k, r, b: _with_weights(layer, (k, r, b), x, mask),
                 [x] + weights, order=2)
 
 
