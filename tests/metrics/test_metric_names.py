@@ -17,6 +17,14 @@ NAMES = {
     "categorical_accuracy": metrics.CategoricalAccuracy,
     "sparse_categorical_accuracy": metrics.SparseCategoricalAccuracy,
     "mean": metrics.Mean, "sum": metrics.Sum,
+    "auc": metrics.AUC, "AUC": metrics.AUC, "precision": metrics.Precision,
+    "recall": metrics.Recall, "r2_score": metrics.R2Score, "R2Score": metrics.R2Score,
+    "top_k_categorical_accuracy": metrics.TopKCategoricalAccuracy,
+    "sparse_top_k_categorical_accuracy": metrics.SparseTopKCategoricalAccuracy,
+    "hinge": metrics.Hinge, "squared_hinge": metrics.SquaredHinge,
+    "categorical_hinge": metrics.CategoricalHinge, "kl_divergence": metrics.KLDivergence,
+    "poisson": metrics.Poisson, "logcosh": metrics.LogCoshError,
+    "log_cosh_error": metrics.LogCoshError, "cosine_similarity": metrics.CosineSimilarity,
 }
 
 CONFIGURED = [
@@ -31,6 +39,17 @@ CONFIGURED = [
     metrics.SparseCategoricalAccuracy(name="sca"),
     metrics.MeanMetricWrapper(losses.huber, delta=0.25),
     metrics.MeanMetricWrapper(metrics.binary_accuracy, name="ba", threshold=0.7),
+    metrics.TopKCategoricalAccuracy(k=2, name="top2"),
+    metrics.SparseTopKCategoricalAccuracy(k=3, from_sorted_ids=True),
+    metrics.MeanMetricWrapper(metrics.top_k_categorical_accuracy, k=1),
+    metrics.MeanMetricWrapper(metrics.cosine_similarity, axis=0),
+    metrics.CosineSimilarity(axis=0),
+    metrics.LogCoshError(),
+    metrics.KLDivergence(name="kl"),
+    metrics.R2Score(class_aggregation="variance_weighted_average", num_regressors=2),
+    metrics.AUC(num_thresholds=10, curve="PR"),
+    metrics.Precision(thresholds=[0.2, 0.7], top_k=2),
+    metrics.Recall(class_id=1),
 ]
 
 
