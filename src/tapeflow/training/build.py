@@ -7,13 +7,21 @@ signature before anything is built, so ``unitz: 64`` is an error naming
 when the caller allowed it (``--allow-builder``).  The model always starts with
 an ``Input`` of the data's feature count and, unless ``normalize: false``, a
 ``Normalization`` layer adapted on the training split: a saved model takes raw
-features.
+features.  Image data come as flat pixel columns; a ``Reshape`` layer gives the
+convolutions their (height, width, channels).
+
+The loss is checked against the targets before training: a loss that takes class ids
+(``sparse_categorical_crossentropy``) needs targets that are class ids and a model with one
+output per class; class labels (``data.source: digits``) refuse tapeflow's regression and
+one-hot losses.
 """
 import difflib
 import importlib
 import importlib.util
 import inspect
 import os
+
+import numpy as np
 
 from .. import layers as layers_module
 from .. import losses, optimizers
@@ -26,7 +34,12 @@ __all__ = ["build_model", "loss_from_config", "metrics_from_config", "LAYERS"]
 # The layers a config can name (the classes of tapeflow.layers that make sense in a stack).
 LAYERS = {cls.__name__: cls for cls in (
     layers_module.Dense, layers_module.Dropout, layers_module.BatchNormalization,
-    layers_module.LayerNormalization, layers_module.Activation, layers_module.Flatten)}
+    layers_module.LayerNormalization, layers_module.Activation, layers_module.Flatten,
+    layers_module.Reshape, layers_module.Permute, layers_module.RepeatVector,
+    layers_module.Conv1D, layers_module.Conv2D, layers_module.MaxPooling1D,
+    layers_module.MaxPooling2D, layers_module.AveragePooling1D, layers_module.AveragePooling2D,
+    layers_module.GlobalAveragePooling1D, layers_module.GlobalAveragePooling2D,
+    layers_module.GlobalMaxPooling1D, layers_module.GlobalMaxPooling2D)}
 _LAYER_BASE_ARGUMENTS = ("name", "trainable", "dtype")
 SCHEDULES = {name: getattr(schedules, name) for name in
              ("ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay")}
@@ -42,25 +55,62 @@ def build_model(config, dataset, where, base_dir=".", allow_builder=False):
         norm = layers_module.Normalization()
         norm.adapt(dataset.x_train)
         head.append(norm)
-    model = Sequential(head + body, name="model")
-    _check_outputs(model, dataset, where)
+    try:
+        model = Sequential(head + body, name="model")
+        outputs = model(dataset.x_train[:1], training=False).shape
+    except ValueError as e:  # a layer's own message: a Reshape that does not fit the features
+        raise ConfigError(f"{where}: model: on the data's {n_features} feature columns: "
+                          f"{e}") from None
+    loss = loss_from_config(config.loss, where)
+    _check_outputs(outputs, dataset, _takes_class_ids(loss, dataset, where), where)
     model.compile(optimizer=_optimizer(config.optimizer, where),
-                  loss=loss_from_config(config.loss, where),
+                  loss=loss,
                   metrics=_metrics(config.metrics, where),
                   input_gradient=config.regularization.input_gradient or None)
     return model
 
 
-def _check_outputs(model, dataset, where):
-    """The model gives one output per target: a loss would otherwise broadcast (n, k) against
-    (n, 1) and train on nonsense without a word."""
-    outputs = model(dataset.x_train[:1], training=False).shape
+def _check_outputs(outputs, dataset, class_ids, where):
+    """The model's ``outputs`` shape (for a batch of 1) gives one output per target (per class,
+    for a loss on class ids): a loss would otherwise broadcast (n, k) against (n, 1) and train
+    on nonsense without a word."""
+    if class_ids:
+        classes = dataset.n_classes or int(max(dataset.y_train.max(), dataset.y_test.max())) + 1
+        if len(outputs) != 2 or outputs[1] != classes:
+            raise ConfigError(f"{where}: model: its output has shape {tuple(outputs)} per batch "
+                              f"of 1, but the loss takes class ids and the data have {classes} "
+                              f"classes; end the model with Dense: {{units: {classes}}}")
+        return
     targets = dataset.y_train.shape[1]
     if len(outputs) != 2 or outputs[1] != targets:
         raise ConfigError(f"{where}: model: its output has shape {tuple(outputs)} per batch of "
                           f"1, but the data have {targets} target column(s) "
                           f"({', '.join(dataset.target_names)}); end the model with "
                           f"Dense: {{units: {targets}}}")
+
+
+def _takes_class_ids(loss, dataset, where):
+    """Whether ``loss`` takes class ids (sparse categorical cross-entropy), checked against the
+    targets: class ids need such a loss (of tapeflow's own; a user's loss is trusted), and such
+    a loss needs class ids."""
+    fn = getattr(loss, "fn", loss)
+    sparse = fn is losses.sparse_categorical_crossentropy
+    name = getattr(fn, "__name__", type(loss).__name__)
+    if dataset.n_classes is not None and not sparse and \
+            getattr(fn, "__module__", None) == losses.__name__:
+        raise ConfigError(f"{where}: loss: '{name}' does not take class ids, and the targets "
+                          f"({', '.join(dataset.target_names)}) are class labels 0.."
+                          f"{dataset.n_classes - 1}; use loss: sparse_categorical_crossentropy "
+                          f"(a softmax output), or {{name: SparseCategoricalCrossentropy, "
+                          f"from_logits: true}} (a linear output)")
+    if sparse:
+        y = np.concatenate([dataset.y_train, dataset.y_test])
+        if y.shape[1] != 1 or np.any(y < 0) or np.any(y != np.round(y)):
+            raise ConfigError(f"{where}: loss: '{name}' takes one column of class ids "
+                              f"(integers from 0), but the targets "
+                              f"({', '.join(dataset.target_names)}) are not; for a regression "
+                              f"use mse, mae or huber")
+    return sparse
 
 
 # --- layers ----------------------------------------------------------------------------------------
@@ -159,16 +209,17 @@ def _metrics(names, where):
     return list(names)
 
 
-def metrics_from_config(names, where, y=None):
+def metrics_from_config(names, where, y=None, y_pred=None):
     """Metric objects for ``names``, logged under those names; "accuracy" is matched to the
-    targets ``y`` when given (and skipped without them)."""
+    targets ``y`` and predictions ``y_pred`` as compile matches it (skipped without ``y``).
+    Without ``y_pred``, one column of integer labels beyond 0 and 1 is read as class ids."""
     from .. import metrics
     made = []
     for i, name in enumerate(names):
         try:
             if name in ("accuracy", "acc"):
                 if y is not None:
-                    made.append(metrics.match_accuracy(y, y, name=name))
+                    made.append(_accuracy(metrics, y, y_pred, name))
                 continue
             metric = metrics.get(name)
             metric.name = name
@@ -176,6 +227,14 @@ def metrics_from_config(names, where, y=None):
         except (TypeError, ValueError) as e:
             raise ConfigError(f"{where}: metrics.{i}: {e}") from None
     return made
+
+
+def _accuracy(metrics, y, y_pred, name):
+    y = np.asarray(y)
+    if y_pred is None and y.ndim == 2 and y.shape[1] == 1 and y.size and y.max() > 1 \
+            and np.all(y == np.round(y)) and y.min() >= 0:
+        return metrics.SparseCategoricalAccuracy(name=name)  # a binary accuracy would be nonsense
+    return metrics.match_accuracy(y, y if y_pred is None else y_pred, name=name)
 
 
 def _optimizer(config, where):

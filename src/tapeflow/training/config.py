@@ -314,7 +314,7 @@ def _user_location(loc):
 
 _INTERNAL_STEPS = ("function-", "int", "float", "str", "bool", "list[", "dict[", "constrained-",
                    "literal[")
-_SOURCE_TAGS = {"california_housing", "csv", "npz"}
+_SOURCE_TAGS = {"california_housing", "digits", "csv", "npz"}
 
 
 def _message(err, loc, doc, with_input=True):

@@ -4,14 +4,17 @@ Contract:
 
 - ``DataConfig`` is a union told apart by ``source``: ``california_housing``
   (scikit-learn's ``fetch_california_housing``, which downloads and caches the data
-  set itself, or reads it from ``SCIKIT_LEARN_DATA``), ``csv`` (a header row, then
+  set itself, or reads it from ``SCIKIT_LEARN_DATA``), ``digits`` (scikit-learn's bundled
+  ``load_digits``: 1,797 8x8 images as 64 pixel columns scaled to [0, 1], the digit 0-9 as a
+  class label; no download), ``csv`` (a header row, then
   one row of numbers per example) or ``npz`` (``numpy.savez`` arrays, read with
   ``allow_pickle=False``: nothing in a data file is ever unpickled).  Every source
   has ``split`` and ``dtype``.  pydantic puts the source in an error's location:
   ``data.csv.targets: Field required``.
 - ``load_data(config, base_dir)`` returns a frozen ``Dataset``: read-only arrays,
   ``y`` 2-D with one column per target, and a sha256 ``fingerprint`` of the arrays
-  (with their shapes, dtypes and names) that a resumed run compares.
+  (with their shapes, dtypes and names) that a resumed run compares; ``n_classes`` is the
+  number of classes when the targets are class labels (``digits``), else None.
 - The split is the seed program's: ``train_test_split(x, y, test_size, random_state=seed)``,
   then the training part split again by ``valid_size`` with the same seed
   (``valid_size: 0`` keeps no validation part).
@@ -36,7 +39,7 @@ from pydantic import Field, model_validator
 from .errors import DataError
 from .section import Section
 
-__all__ = ["SplitConfig", "DataSource", "CaliforniaHousingData", "CsvData", "NpzData",
+__all__ = ["SplitConfig", "DataSource", "CaliforniaHousingData", "DigitsData", "CsvData", "NpzData",
            "DataConfig", "Dataset", "load_data", "read_csv_rows", "csv_columns"]
 
 
@@ -55,6 +58,10 @@ class DataSource(Section):
 
 class CaliforniaHousingData(DataSource):
     source: Literal["california_housing"]
+
+
+class DigitsData(DataSource):
+    source: Literal["digits"]
 
 
 class CsvData(DataSource):
@@ -81,7 +88,8 @@ class NpzData(DataSource):
     feature_names: Optional[list[str]] = Field(None, min_length=1)
 
 
-DataConfig = Annotated[Union[CaliforniaHousingData, CsvData, NpzData], Field(discriminator="source")]
+DataConfig = Annotated[Union[CaliforniaHousingData, DigitsData, CsvData, NpzData],
+                       Field(discriminator="source")]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,12 +104,17 @@ class Dataset:
     feature_names: tuple[str, ...]
     target_names: tuple[str, ...]
     fingerprint: str
+    n_classes: Optional[int] = None
 
 
 def load_data(config: DataConfig, base_dir: Union[str, os.PathLike]) -> Dataset:
     """Read, check and split the data; relative paths resolve against ``base_dir``."""
+    n_classes = None
     if isinstance(config, CaliforniaHousingData):
         name, x, y, features, targets = _read_housing()
+    elif isinstance(config, DigitsData):
+        name, x, y, features, targets = _read_digits()
+        n_classes = 10
     else:
         path = pathlib.Path(base_dir, pathlib.Path(config.path).expanduser())
         if not path.is_file():
@@ -126,7 +139,7 @@ def load_data(config: DataConfig, base_dir: Union[str, os.PathLike]) -> Dataset:
         if a is not None:
             a.flags.writeable = False
     return Dataset(*arrays, tuple(features), tuple(targets),
-                   _fingerprint(arrays, features, targets))
+                   _fingerprint(arrays, features, targets), n_classes)
 
 
 def _read_housing():
@@ -142,6 +155,16 @@ def _read_housing():
     features, targets = list(housing.feature_names), list(housing.target_names)
     _check_finite("california_housing", np.hstack([x, y]), features + targets, np.arange(len(x)))
     return "california_housing", x, y, features, targets
+
+
+def _read_digits():
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()  # bundled with scikit-learn: read from its package, never downloaded
+    # pixel intensities 0..16 scaled to [0, 1]: a per-pixel Normalization would divide by the
+    # near-zero spread of the border pixels, which are almost always blank
+    x, y = digits.data / 16.0, digits.target.reshape(-1, 1)
+    return "digits", x, y, list(digits.feature_names), ["digit"]
 
 
 def _read_csv(config, path, name):
