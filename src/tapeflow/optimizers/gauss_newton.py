@@ -23,6 +23,11 @@ returns its value, ``g`` and ``G`` as float64 host arrays:
 * ``H_i`` from tapeflow's autodiff, one ``batch_jacobian`` of ``dl/dz`` (the loss is a
   sum over examples, so its Hessian in ``z`` is block diagonal and those blocks are
   all of it), so no loss needs a hand-written Hessian.
+
+``GaussNewtonProducts(problem, variables)`` is the matrix-free form, for models too large
+for a dense ``G`` (n^2 floats, and J's rows): ``product(v) = J^T (H (J v))`` by one JVP and
+one VJP through the outputs recorded once, never forming J; ``diagonal_estimate(k)``
+estimates ``diag(G)`` for a Jacobi preconditioner from k VJPs.
 """
 import time
 
@@ -36,8 +41,8 @@ from ..core.tensor import Tensor
 from ..ops.reduce import reduce_sum
 from ..ops.shape import concat, reshape
 
-__all__ = ["OutputLoss", "GaussNewton", "gauss_newton", "output_jacobian", "SUPPORTED_LOSSES",
-           "check_supported_loss"]
+__all__ = ["OutputLoss", "GaussNewton", "gauss_newton", "GaussNewtonProducts", "output_jacobian",
+           "SUPPORTED_LOSSES", "check_supported_loss"]
 
 # Keras losses convex in the outputs, so that each H_i is positive semi-definite.  Mean absolute
 # error has H = 0 (no curvature to take a step from); a user's function is not known to be convex.
@@ -128,6 +133,93 @@ def gauss_newton(problem, variables):
     return GaussNewton(loss, gradient, matrix,
                        {"jacobian": jacobian_seconds,
                         "product": time.perf_counter() - start})
+
+
+class GaussNewtonProducts:
+    """``G v = J^T H J v`` at one point without forming J (see the module docstring).
+
+    The outputs ``z`` are computed once under a persistent tape watching the variables, and
+    their VJP ``J^T u`` once under a second tape watching a dummy cotangent ``u``.  Then:
+
+    * ``J v`` (a JVP) is one backward pass through that recorded VJP, seeded with ``v``:
+      ``<J^T u, v>`` is linear in ``u`` with gradient ``J v`` (the double-VJP trick, as
+      ``autodiff.linearize`` does);  no forward pass is run again, where a
+      ``ForwardAccumulator`` would run the model's forward pass once per product;
+    * ``J^T w`` (a VJP) is one backward pass of the first tape, seeded with ``w``;
+    * ``H`` is the loss's Hessian in the outputs, per example (``_output_curvature``), or I
+      for residuals.
+
+    ``loss`` and ``gradient`` (``J^T dl/dz``) are at the point the products are taken at;
+    ``seconds`` has the time spent recording them.
+    """
+
+    def __init__(self, problem, variables):
+        start = time.perf_counter()
+        self.variables = list(variables)
+        with GradientTape(persistent=True, watch_accessed_variables=False) as outer:
+            with GradientTape(persistent=True, watch_accessed_variables=False) as inner:
+                inner.watch(self.variables)
+                z = problem.outputs_fn()
+                if not isinstance(z, Tensor):
+                    raise TypeError(f"the outputs (residuals) must be a tensor, got "
+                                    f"{type(z).__name__}")
+            u = Tensor(backend.array_module(z._value).zeros_like(z._value))
+            outer.watch(u)
+            transposed = flatten(inner.gradient(z, self.variables, output_gradients=u,
+                                                unconnected_gradients="zero"))
+        self._inner, self._outer, self._z, self._u, self._transposed = inner, outer, z, u, transposed
+        if problem.loss_of_outputs is None:
+            z64 = _host64(z._value)
+            self.loss, dz, self.hessian = 0.5 * float(np.vdot(z64, z64)), z64, None
+        else:
+            self.loss, dz, self.hessian = _output_curvature(problem.loss_of_outputs, z)
+        self.gradient = self.vjp(dz)
+        self.products = 0
+        self.seconds = {"linearize": time.perf_counter() - start}
+
+    def jvp(self, v):
+        """``J v`` (float64, the outputs' shape) for a flat float64 vector ``v``."""
+        seed = Tensor(np.asarray(v, dtype=self._transposed._value.dtype))
+        out = self._outer.gradient(self._transposed, self._u, output_gradients=seed,
+                                   unconnected_gradients="zero")
+        return _host64(out._value)
+
+    def vjp(self, w):
+        """``J^T w`` (flat float64) for ``w`` of the outputs' size."""
+        value = self._z._value
+        seed = Tensor(np.asarray(w, dtype=value.dtype).reshape(value.shape))
+        return _host64(flatten(self._inner.gradient(self._z, self.variables, output_gradients=seed,
+                                                    unconnected_gradients="zero"))._value)
+
+    def product(self, v):
+        """``G v = J^T (H (J v))``: one JVP and one VJP."""
+        self.products += 1
+        jv = self.jvp(v)
+        if self.hessian is not None:
+            examples = self.hessian.shape[0]
+            jv = np.matmul(self.hessian, jv.reshape(examples, -1, 1))
+        return self.vjp(jv)
+
+    def diagonal_estimate(self, samples, seed=0):
+        """An estimate of ``diag(G)`` from ``samples`` VJPs (nonnegative, unbiased).
+
+        ``G = (J^T L)(J^T L)^T`` with ``L L^T = H`` (per example, from ``eigh``; ``L = I`` for
+        residuals), so for Rademacher ``e`` (E[e e^T] = I), ``E[(J^T L e)^2] = diag(G)``:
+        each sample is one VJP, not the JVP and VJP of Hutchinson's ``E[e * G e]``, and
+        never negative.  The exact diagonal needs every example's own gradient, which is
+        what forming J costs (what this mode avoids)."""
+        rng = np.random.default_rng(seed)
+        shape = self._z._value.shape
+        if self.hessian is not None:
+            values, vectors = np.linalg.eigh(self.hessian)
+            root = vectors * np.sqrt(np.maximum(values, 0.0))[:, None, :]
+        total = 0.0
+        for _ in range(samples):
+            e = rng.choice(np.array([-1.0, 1.0]), size=shape)
+            if self.hessian is not None:
+                e = np.matmul(root, e.reshape(root.shape[0], -1, 1))
+            total = total + self.vjp(e) ** 2
+        return total / max(samples, 1)
 
 
 def output_jacobian(outputs_fn, variables, outputs_on=None):
