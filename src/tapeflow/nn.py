@@ -8,7 +8,7 @@ from .ops.nn import (  # noqa: F401
 )
 
 swish = silu
-from .ops.conv import conv1d, conv2d, conv2d_transpose, convolution  # noqa: F401
+from .ops.conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose, convolution  # noqa: F401
 from .ops.pooling import (  # noqa: F401
     avg_pool, avg_pool1d, avg_pool2d, max_pool, max_pool1d, max_pool2d,
 )

@@ -1275,6 +1275,14 @@ def _conv2d_filter_grad_via_gradient(x, u, *, filter_shape, **geometry):
     return tape.gradient(y, w, output_gradients=u)
 
 
+def conv1d_transpose_spec(draw):
+    params, (xs, ws) = conv1d_spec(draw)
+    dy_shape = tuple(tf.nn.conv1d(np.zeros(xs), np.zeros(ws), params["stride"], params["padding"],
+                                  dilations=params["dilations"]).shape)
+    return {"output_shape": list(xs), "strides": params["stride"], "padding": params["padding"],
+            "dilations": params["dilations"]}, [dy_shape, ws]
+
+
 def conv1d_spec(draw):
     k, s, d = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
     padding = draw(st.sampled_from(["SAME", "VALID"]))
@@ -1355,6 +1363,9 @@ case("conv1d", ("Conv2D", "Reshape"), lambda x, w, **kw: tf.nn.conv1d(x, w, **kw
 case("conv2d_transpose", "Conv2DBackpropInput",
      lambda dy, w, **kw: tf.nn.conv2d_transpose(dy, w, **kw), conv2d_transpose_spec,
      note="conv2d's input gradient")
+case("conv1d_transpose", ("Conv2DBackpropInput", "Reshape"),
+     lambda dy, w, **kw: tf.nn.conv1d_transpose(dy, w, **kw), conv1d_transpose_spec,
+     note="conv2d_transpose on one row")
 case("conv2d_backprop_filter", "Conv2DBackpropFilter", _conv2d_filter_grad_via_gradient,
      conv2d_filter_grad_spec, note="built as the gradient of conv2d w.r.t. a filter, as a "
      "function of the input and the cotangent")

@@ -1,25 +1,29 @@
-"""Keras 3's convolution and pooling layers: ``Conv1D``, ``Conv2D``, ``MaxPooling1D/2D``,
-``AveragePooling1D/2D``, ``GlobalAveragePooling1D/2D`` and ``GlobalMaxPooling1D/2D``.
+"""Keras 3's convolution and pooling layers: ``Conv1D``, ``Conv2D``, ``Conv1DTranspose``,
+``Conv2DTranspose``, ``MaxPooling1D/2D``, ``AveragePooling1D/2D``, ``GlobalAveragePooling1D/2D``
+and ``GlobalMaxPooling1D/2D``.
 
 The math is ``tf.nn``'s (``ops/conv.py``); these classes hold Keras's arguments and config.
 Inputs are ``(batch, steps, channels)`` / ``(batch, rows, cols, channels)`` with
 ``data_format="channels_last"`` (the default), channels second with ``"channels_first"``.
-A conv kernel has Keras's shape ``kernel_size + (in_channels // groups, filters)``.
+A conv kernel has Keras's shape ``kernel_size + (in_channels // groups, filters)``, a transposed
+conv's ``kernel_size + (filters, in_channels)``.
 """
 import re
 
 import numpy as np
 
 from .. import activations, initializers, regularizers
-from ..ops.conv import conv1d, conv2d, conv_output_length
+from ..ops.conv import (
+    conv1d, conv1d_transpose, conv2d, conv2d_transpose, conv_output_length,
+)
 from ..ops.pooling import avg_pool2d, max_pool2d
 from ..ops.reduce import reduce_max, reduce_mean
 from ..ops.shape import reshape
 from ..serialization import serialize
 from .base import Layer, _unique_name
 
-__all__ = ["Conv1D", "Conv2D", "MaxPooling1D", "MaxPooling2D", "AveragePooling1D",
-           "AveragePooling2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
+__all__ = ["Conv1D", "Conv2D", "Conv1DTranspose", "Conv2DTranspose", "MaxPooling1D",
+           "MaxPooling2D", "AveragePooling1D", "AveragePooling2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
            "GlobalMaxPooling1D", "GlobalMaxPooling2D"]
 
 
@@ -127,8 +131,8 @@ class _Conv(Layer):
         if channels % self.groups:
             raise ValueError(f"{self.name}: the input's {channels} channels do not split into "
                              f"{self.groups} groups")
-        shape = self.kernel_size + (channels // self.groups, self.filters)
-        self.kernel = self.add_weight("kernel", shape, self.kernel_initializer,
+        self.kernel = self.add_weight("kernel", self._kernel_shape(channels),
+                                      self.kernel_initializer,
                                       regularizer=self.kernel_regularizer,
                                       constraint=self.kernel_constraint)
         if self.use_bias:
@@ -136,6 +140,9 @@ class _Conv(Layer):
                                         regularizer=self.bias_regularizer,
                                         constraint=self.bias_constraint)
         self.built = True
+
+    def _kernel_shape(self, channels):
+        return self.kernel_size + (channels // self.groups, self.filters)
 
     def _convolve(self, inputs):
         raise NotImplementedError
@@ -214,6 +221,108 @@ class Conv2D(_Conv):
 
 
 # =================================================================================================
+# Transposed convolutions
+# =================================================================================================
+def deconv_output_length(length, kernel, padding, output_padding=None, stride=1, dilation=1):
+    """The output length of a transposed convolution along one axis (Keras's helper): the
+    length whose convolution gives ``length`` back, ``output_padding`` more if given."""
+    if length is None:
+        return None
+    kernel = (kernel - 1) * dilation + 1
+    if output_padding is None:
+        return length * stride + max(kernel - stride, 0) if padding == "valid" else \
+            length * stride
+    pad = kernel // 2 if padding == "same" else 0
+    return (length - 1) * stride + kernel - 2 * pad + output_padding
+
+
+class _ConvTranspose(_Conv):
+    """Keras's BaseConvTranspose: ``activation(conv_transpose(inputs, kernel) + bias)``, the
+    transpose of a convolution from the output's shape to the input's (each input position adds
+    ``kernel @ input`` into its window of the output); the kernel is ``kernel_size + (filters,
+    in_channels)``, Keras's (and ``tf.nn.conv2d_transpose``'s) layout."""
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", output_padding=None,
+                 data_format=None, dilation_rate=1, activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(filters, kernel_size, strides=strides, padding=_padding(
+                             padding, ("valid", "same")), data_format=data_format,
+                         dilation_rate=dilation_rate, activation=activation, use_bias=use_bias,
+                         kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                         kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                         activity_regularizer=activity_regularizer,
+                         kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+                         **kwargs)
+        self.output_padding = None
+        if output_padding is not None:
+            pads = (output_padding,) * self.rank if isinstance(output_padding, (int, np.integer)) \
+                else tuple(output_padding)
+            if len(pads) != self.rank or not all(
+                    isinstance(p, (int, np.integer)) and not isinstance(p, bool) and p >= 0
+                    for p in pads):
+                raise ValueError(f"{type(self).__name__}: output_padding must be a non-negative "
+                                 f"int or a tuple of {self.rank} of them, got {output_padding!r}")
+            if any(p >= s for p, s in zip(pads, self.strides)):
+                raise ValueError(f"{type(self).__name__}: output_padding {pads} must be smaller "
+                                 f"than the strides {self.strides}")
+            self.output_padding = tuple(int(p) for p in pads)
+
+    def _kernel_shape(self, channels):
+        return self.kernel_size + (self.filters, channels)
+
+    def compute_output_shape(self, input_shape):
+        axes = _spatial_axes(self.rank, self.data_format)
+        output_padding = self.output_padding or (None,) * self.rank
+        spatial = tuple(deconv_output_length(input_shape[a], k, self.padding, p, s, d)
+                        for a, k, p, s, d in zip(axes, self.kernel_size, output_padding,
+                                                 self.strides, self.dilation_rate))
+        if self.data_format == "channels_last":
+            return (input_shape[0],) + spatial + (self.filters,)
+        return (input_shape[0], self.filters) + spatial
+
+    def get_config(self):
+        config = super().get_config()
+        del config["groups"]
+        return {**config, "output_padding": self.output_padding}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("output_padding"), list):
+            config["output_padding"] = tuple(config["output_padding"])
+        return super().from_config(config)
+
+
+class Conv1DTranspose(_ConvTranspose):
+    """The transpose of Conv1D over ``(batch, steps, channels)``: ``tf.nn.conv1d_transpose``."""
+
+    rank = 1
+
+    def _convolve(self, inputs):
+        channels_last = self.data_format == "channels_last"
+        return conv1d_transpose(inputs, self.kernel, self.compute_output_shape(inputs.shape),
+                                self.strides[0], self.padding.upper(),
+                                data_format="NWC" if channels_last else "NCW",
+                                dilations=self.dilation_rate[0])
+
+
+class Conv2DTranspose(_ConvTranspose):
+    """The transpose of Conv2D over ``(batch, rows, cols, channels)``: ``tf.nn.conv2d_transpose``
+    (a stride-s transposed convolution grows each spatial size about s times)."""
+
+    rank = 2
+
+    def _convolve(self, inputs):
+        channels_last = self.data_format == "channels_last"
+        return conv2d_transpose(inputs, self.kernel, self.compute_output_shape(inputs.shape),
+                                self.strides, self.padding.upper(),
+                                data_format="NHWC" if channels_last else "NCHW",
+                                dilations=self.dilation_rate)
+
+
+# =================================================================================================
 # Pooling
 # =================================================================================================
 class _Pooling(Layer):
@@ -240,11 +349,11 @@ class _Pooling(Layer):
         # 1-D: a height-1 image
         axis = 1 if self.data_format == "channels_last" else 2
         shape = tuple(inputs.shape)
-        x = reshape(inputs, shape[:axis] + (1,) + shape[axis:])
+        x = reshape(inputs, (-1,) + shape[1:axis] + (1,) + shape[axis:])  # -1: any batch, traced
         y = type(self)._pool(x, (1,) + self.pool_size, (1,) + self.strides, self.padding.upper(),
                              data_format=fmt)
         out = tuple(y.shape)
-        return reshape(y, out[:axis] + out[axis + 1:])
+        return reshape(y, (-1,) + out[1:axis] + out[axis + 1:])
 
     def compute_output_shape(self, input_shape):
         axes = _spatial_axes(self.rank, self.data_format)

@@ -29,7 +29,8 @@ from .window_args import check_format, check_output, conv_output_length, explici
     fold_batch, from_nhwc, spatial_arg, to_nhwc
 from .windows import im2col, out_hw, unstack_windows
 
-__all__ = ["conv1d", "conv2d", "conv2d_transpose", "convolution", "conv_output_length"]
+__all__ = ["conv1d", "conv2d", "conv1d_transpose", "conv2d_transpose", "convolution",
+           "conv_output_length"]
 
 
 # =================================================================================================
@@ -182,7 +183,8 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None, n
     shape = tuple(x._value.shape)
     if len(shape) < 3:
         raise ValueError(f"conv1d: the input must have rank 3 [batch, W, C], got shape {list(shape)}")
-    x4 = reshape(x, shape[:-2] + (1,) + shape[-2:])
+    # a leading -1: the batch stays free, so a traced graph fits every batch size
+    x4 = reshape(x, (-1,) + shape[1:-2] + (1,) + shape[-2:])
     w4 = reshape(filters, (1,) + tuple(filters._value.shape))
     stride = spatial_arg(stride, 1, "stride", data_format)[0]
     dilation = spatial_arg(1 if dilations is None else dilations, 1, "dilations", data_format)[0]
@@ -190,30 +192,50 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None, n
         tuple(p) for p in explicit_pads(padding, shape[-2:-1], (1,), (1,), (1,), data_format,
                                          "conv1d")]
     y = conv2d(x4, w4, (1, stride), pad, dilations=(1, dilation))
-    y = reshape(y, shape[:-2] + tuple(y._value.shape[-2:]))
+    y = reshape(y, (-1,) + shape[1:-2] + tuple(y._value.shape[-2:]))
     return from_nhwc(y, data_format, 3)
+
+
+def _output_shape_arg(output_shape, rank, data_format, opname):
+    """``output_shape`` (a list, tuple or tensor of rank + 2 sizes) in channels-last order."""
+    if hasattr(output_shape, "numpy"):
+        output_shape = output_shape.numpy().tolist()
+    try:
+        if isinstance(output_shape, str):
+            raise TypeError
+        out = [None if d is None else int(d) for d in output_shape]
+    except (TypeError, ValueError):
+        raise TypeError(f"{opname}: output_shape must be a list of {rank + 2} ints, got "
+                        f"{output_shape!r}") from None
+    if len(out) != rank + 2:
+        raise ValueError(f"{opname}: output_shape must have {rank + 2} entries (batch, "
+                         f"{rank} spatial, channels), got {out}")
+    return out if not data_format.startswith("NC") else [out[0]] + out[2:] + [out[1]]
 
 
 def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data_format="NHWC",  # noqa: A002
                      dilations=None, name=None):
     """The transpose (gradient) of conv2d: ``input`` [N, Ho, Wo, Co] and ``filters``
-    [kh, kw, Ci, Co] give [N, H, W, Ci], ``output_shape``'s shape."""
+    [kh, kw, Ci, Co] give [N, H, W, Ci], ``output_shape``'s shape: every input position adds
+    its ``filters @ input`` into the output window that position's convolution would read."""
     check_format(data_format, ("NHWC", "NCHW"), "conv2d_transpose")
     input, filters = binary_operands("conv2d_transpose", input, filters)
     dy = to_nhwc(input, data_format, 4)
-    out = [int(d) for d in (output_shape.numpy() if hasattr(output_shape, "numpy")
-                            else output_shape)]
-    if data_format == "NCHW":
-        out = [out[0]] + out[2:] + [out[1]]
+    out = _output_shape_arg(output_shape, 2, data_format, "conv2d_transpose")
+    if filters._value.ndim != 4 or dy._value.ndim != 4:
+        raise ValueError(f"conv2d_transpose: input must have rank 4 and filters rank 4 "
+                         f"[kh, kw, out, in], got shapes {list(dy._value.shape)} and "
+                         f"{list(filters._value.shape)}")
     kh, kw, ci, co = filters._value.shape
-    if len(out) != 4 or out[-1] != ci or dy._value.shape[-1] != co:
+    batch = dy._value.shape[0]
+    if out[-1] != ci or dy._value.shape[-1] != co or out[0] not in (None, batch):
         raise ValueError(f"conv2d_transpose: output_shape {out} (NHWC), filters "
                          f"{list(filters._value.shape)} and input {list(dy._value.shape)} disagree")
     strides = spatial_arg(strides, 2, "strides", data_format)
     dilations = spatial_arg(1 if dilations is None else dilations, 2, "dilations", data_format)
     in_hw = tuple(out[1:3])
     pads = explicit_pads(padding, in_hw, (kh, kw), strides, dilations, data_format,
-                          "conv2d_transpose")
+                         "conv2d_transpose")
     want = out_hw(in_hw, (kh, kw), strides, dilations, pads)
     if tuple(dy._value.shape[1:3]) != want:
         raise ValueError(f"conv2d_transpose: an output of spatial shape {list(in_hw)} convolves to "
@@ -221,3 +243,28 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data
     y = _backprop_input(dy, filters, in_hw, {"strides": strides, "dilations": dilations,
                                              "pads": pads})
     return from_nhwc(y, data_format, 4)
+
+
+def conv1d_transpose(input, filters, output_shape, strides, padding="SAME", data_format="NWC",  # noqa: A002
+                     dilations=None, name=None):
+    """The transpose (gradient) of conv1d: ``input`` [N, Wo, Co] and ``filters`` [k, Ci, Co]
+    give [N, W, Ci], ``output_shape``'s shape; conv2d_transpose on a height-1 image."""
+    check_format(data_format, ("NWC", "NCW"), "conv1d_transpose")
+    input, filters = binary_operands("conv1d_transpose", input, filters)
+    dy = to_nhwc(input, data_format, 3)
+    out = _output_shape_arg(output_shape, 1, data_format, "conv1d_transpose")
+    if filters._value.ndim != 3 or dy._value.ndim != 3:
+        raise ValueError(f"conv1d_transpose: input must have rank 3 and filters rank 3 "
+                         f"[k, out, in], got shapes {list(dy._value.shape)} and "
+                         f"{list(filters._value.shape)}")
+    stride = spatial_arg(strides, 1, "strides", data_format)[0]
+    dilation = spatial_arg(1 if dilations is None else dilations, 1, "dilations", data_format)[0]
+    pad = padding if isinstance(padding, str) else [(0, 0)] + [
+        tuple(p) for p in explicit_pads(padding, (out[1],), (1,), (1,), (1,), data_format,
+                                        "conv1d_transpose")]
+    shape = tuple(dy._value.shape)
+    y = conv2d_transpose(reshape(dy, (-1, 1) + shape[1:]),  # -1: any batch, when traced
+                         reshape(filters, (1,) + tuple(filters._value.shape)),
+                         [out[0], 1, out[1], out[2]], (1, stride), pad, dilations=(1, dilation))
+    y = reshape(y, (-1,) + tuple(y._value.shape[2:]))
+    return from_nhwc(y, data_format, 3)

@@ -207,8 +207,8 @@ def _pool1d(pool2d, input, ksize, strides, padding, data_format, opname):  # noq
     s = spatial_arg(strides, 1, "strides", data_format)[0]
     pad = padding if isinstance(padding, str) else [(0, 0)] + [
         tuple(p) for p in explicit_pads(padding, shape[1:2], (k,), (s,), (1,), data_format, opname)]
-    y = pool2d(reshape(x, (shape[0], 1) + shape[1:]), (1, k), (1, s), pad)
-    y = reshape(y, (shape[0],) + tuple(y._value.shape[2:]))
+    y = pool2d(reshape(x, (-1, 1) + shape[1:]), (1, k), (1, s), pad)  # -1: any batch, traced
+    y = reshape(y, (-1,) + tuple(y._value.shape[2:]))
     return from_nhwc(y, data_format, 3)
 
 
