@@ -11,8 +11,15 @@ training MSE of 0.30, the time per step, and the targets of issue 8:
 - LM at training MSE 0.30 in at most a third of the best Adam's time;
 - at 12 s, LM's training and test MSE within 0.02 of the best Adam's.
 
+``lm>adam(r)`` is LM that hands over to Adam(r) after 3 stalled steps in a row
+(``LevenbergMarquardt(handover_after=3)``: the loss fell by less than 0.2% and the damping
+did not fall); each LM variant is checked against the targets.  ``--blas-threads 1`` runs
+BLAS on one thread: on a loaded 2-core machine a multithreaded BLAS contends with the
+other processes (a (11610, 8) @ (8, 30) product took 24 ms threaded against 0.5 ms on one
+thread at load 6).
+
     python benchmarks/bench_newton.py                      # 5 initializations, 12 s each
-    python benchmarks/bench_newton.py --seeds 0 --seconds 5 --only lm,adam
+    python benchmarks/bench_newton.py --seeds 0 --seconds 5 --only lm,adam --blas-threads 1
 """
 import argparse
 import os
@@ -32,6 +39,7 @@ import tapeflow as tf  # noqa: E402
 
 MARKS = (1.0, 2.0, 5.0, 12.0)
 ADAM_RATES = (1e-3, 1e-2, 3e-2)
+HANDOVER_RATES = (1e-2, 3e-2)
 
 
 def housing():
@@ -51,6 +59,9 @@ def optimizers():
     lm = getattr(tf.optimizers, "LevenbergMarquardt", None)
     if lm is not None:
         made["lm"] = lm
+        for rate in HANDOVER_RATES:
+            made[f"lm>adam({rate:g})"] = (lambda rate=rate: lm(handover_after=3,
+                                                               handover_learning_rate=rate))
     return made
 
 
@@ -91,7 +102,12 @@ def main():
     parser.add_argument("--seconds", type=float, default=12.0)
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--only", default="", help="comma-separated optimizer names (prefixes)")
+    parser.add_argument("--blas-threads", type=int, default=None,
+                        help="limit BLAS to this many threads (threadpoolctl)")
     args = parser.parse_args()
+    if args.blas_threads is not None:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(args.blas_threads)
     data = housing()
     makers = optimizers()
     if args.only:
@@ -101,7 +117,7 @@ def main():
     marks = [m for m in MARKS if m <= args.seconds]
     print(f"full-batch housing MLP (301 parameters), {args.seconds:g} s of training each")
     header = " ".join(f"{f'{m:g}s':>7s}" for m in marks)
-    print(f"{'seed':>4s} {'optimizer':12s} {header} {'test':>7s} {'t(0.30)':>8s} {'steps':>6s} "
+    print(f"{'seed':>4s} {'optimizer':14s} {header} {'test':>7s} {'t(0.30)':>8s} {'steps':>6s} "
           f"{'ms/step':>8s}")
     results = {}
     for seed in seeds:
@@ -109,30 +125,35 @@ def main():
             r = train(make, args.seconds, seed, data)
             results[seed, name] = r
             row = " ".join(f"{at(r['trace'], m):7.4f}" for m in marks)
-            print(f"{seed:4d} {name:12s} {row} {r['test_mse']:7.4f} "
+            print(f"{seed:4d} {name:14s} {row} {r['test_mse']:7.4f} "
                   f"{time_to(r['trace'], 0.30):8.2f} {r['steps']:6d} "
                   f"{1e3 * r['seconds'] / max(r['steps'], 1):8.1f}", flush=True)
-    if "lm" not in makers or not any(n.startswith("adam") for n in makers):
+    lms = [n for n in makers if n.startswith("lm")]
+    if not lms or not any(n.startswith("adam") for n in makers):
         return
     print("targets (per initialization; the best Adam is chosen at each mark):")
     for seed in seeds:
-        lm = results[seed, "lm"]
         adams = [results[seed, n] for n in makers if n.startswith("adam")]
-        verdicts = []
-        for m in (1.0, 2.0):
-            if m <= args.seconds:
-                best = min(at(a["trace"], m) for a in adams)
-                verdicts.append(f"{m:g}s {'met' if at(lm['trace'], m) < best else 'MISSED'}")
-        best_t = min(time_to(a["trace"], 0.30) for a in adams)
-        lm_t = time_to(lm["trace"], 0.30)
-        verdicts.append(f"t(0.30) {lm_t:.2f}s vs {best_t:.2f}s "
-                        f"{'met' if lm_t <= best_t / 3 else 'MISSED'}")
-        end = args.seconds
-        best_train = min(at(a["trace"], end) for a in adams)
-        best_test = min(a["test_mse"] for a in adams)
-        close = at(lm["trace"], end) <= best_train + 0.02 and lm["test_mse"] <= best_test + 0.02
-        verdicts.append(f"{end:g}s within 0.02 {'met' if close else 'MISSED'}")
-        print(f"  seed {seed}: " + "; ".join(verdicts))
+        for name in lms:
+            print(f"  seed {seed} {name}: " + "; ".join(verdicts(results[seed, name], adams,
+                                                                  args.seconds)))
+
+
+def verdicts(lm, adams, end):
+    """Issue 8's targets for one LM run against the Adam runs of the same initialization."""
+    found = []
+    for m in (1.0, 2.0):
+        if m <= end:
+            best = min(at(a["trace"], m) for a in adams)
+            found.append(f"{m:g}s {'met' if at(lm['trace'], m) < best else 'MISSED'}")
+    best_t = min(time_to(a["trace"], 0.30) for a in adams)
+    lm_t = time_to(lm["trace"], 0.30)
+    found.append(f"t(0.30) {lm_t:.2f}s vs {best_t:.2f}s {'met' if lm_t <= best_t / 3 else 'MISSED'}")
+    best_train = min(at(a["trace"], end) for a in adams)
+    best_test = min(a["test_mse"] for a in adams)
+    close = at(lm["trace"], end) <= best_train + 0.02 and lm["test_mse"] <= best_test + 0.02
+    found.append(f"{end:g}s within 0.02 {'met' if close else 'MISSED'}")
+    return found
 
 
 if __name__ == "__main__":

@@ -95,6 +95,13 @@ class OutputLoss:
             return 0.5 * float(np.vdot(value, value))
         return float(_host64(self.loss_of_outputs(z)._value))
 
+    def loss_tensor(self):
+        """The loss as a tensor, for a tape to differentiate (a first-order step)."""
+        z = self.outputs_fn()
+        if self.loss_of_outputs is None:
+            return 0.5 * reduce_sum(z * z)
+        return reduce_sum(self.loss_of_outputs(z))
+
 
 class GaussNewton:
     """The loss, its gradient ``g`` and the Gauss-Newton matrix ``G`` at one point

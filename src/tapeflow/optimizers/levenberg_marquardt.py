@@ -52,6 +52,7 @@ import scipy.linalg
 from .conjugate_gradient import conjugate_gradient
 from .gauss_newton import GaussNewtonProducts, OutputLoss
 from .gauss_newton import gauss_newton as gauss_newton_matrix
+from .handover import Handover
 from .newton import DampedStepOptimizer
 
 __all__ = ["LevenbergMarquardt"]
@@ -78,12 +79,14 @@ class LevenbergMarquardt(DampedStepOptimizer):
         matrix_free_above: the parameter count above which ``"auto"`` goes matrix-free.
         cg_max_iterations, cg_tolerance: CG stops after that many products, or once its
             residual is below ``cg_tolerance`` times ``||g||``.
+        handover_after: hand over to ``Adam(handover_learning_rate)`` for good after this
+            many stalled steps in a row (the loss fell by less than ``handover_tolerance``
+            of itself and the damping did not fall: ``handover.py``); None never does.
     """
-
-    needs_gauss_newton = True
 
     def __init__(self, learning_rate=1.0, damping=1e-3, scale=False, max_rejections=10,
                  solver="auto", matrix_free_above=1000, cg_max_iterations=50, cg_tolerance=1e-3,
+                 handover_after=None, handover_learning_rate=1e-2, handover_tolerance=2e-3,
                  name=None, **kwargs):
         super().__init__(learning_rate, name, kwargs)
         if not damping >= 0 or int(max_rejections) < 0:
@@ -105,6 +108,38 @@ class LevenbergMarquardt(DampedStepOptimizer):
         self.cg_tolerance = float(cg_tolerance)
         self._damping = self.add_variable("damping", float(damping), dtype="float64")
         self._factor = self.add_variable("damping_factor", 2.0, dtype="float64")
+        self.handover_learning_rate = float(handover_learning_rate)
+        self.handover_tolerance = float(handover_tolerance)
+        self._handover = None if handover_after is None else Handover(
+            self, handover_after, handover_learning_rate, handover_tolerance)
+
+    @property
+    def handover_after(self):
+        return None if self._handover is None else self._handover.after
+
+    @property
+    def handed_over(self):
+        """Whether the steps are Adam's now (``handover_after``)."""
+        return self._handover is not None and self._handover.done
+
+    # fit takes LM steps from the loss as a function of the outputs; Adam's from gradients
+    @property
+    def needs_loss_fn(self):
+        return not self.handed_over
+
+    @property
+    def needs_gauss_newton(self):
+        return not self.handed_over
+
+    def build(self, var_list):
+        super().build(var_list)
+        if self._handover is not None:
+            self._handover.build(self, var_list)
+
+    def apply_gradients(self, grads_and_vars):
+        if self.handed_over:
+            return self._handover.apply_gradients(self, grads_and_vars)
+        return super().apply_gradients(grads_and_vars)
 
     @property
     def damping(self):
@@ -133,6 +168,10 @@ class LevenbergMarquardt(DampedStepOptimizer):
                                 "residual vector (the step evaluates it again at trial points)")
             problem = OutputLoss(residual_fn)
         variables = self._begin(var_list)
+        if self.handed_over:
+            loss = self._handover.step(self, problem, variables)
+            self.last_step_info = {"accepted": True, "loss": loss, "handed_over": True}
+            return self._iterations
         start = [v._value for v in variables]
         lam, nu = self.damping, self.damping_factor
         system = self._system(problem, variables)
@@ -181,6 +220,9 @@ class LevenbergMarquardt(DampedStepOptimizer):
         info["seconds"]["solve"] = solve_seconds
         if system.name == "cg":
             info["cg_iterations"] = list(system.iterations)
+        if self._handover is not None and self._handover.record(
+                loss0, info.get("new_loss"), self.damping, lam):
+            info["handing_over"] = True
         self.last_step_info = info
         self._finish(damping=lam, damping_factor=nu)
         return self._iterations
@@ -198,7 +240,10 @@ class LevenbergMarquardt(DampedStepOptimizer):
         return {**super().get_config(), "damping": self.initial_damping, "scale": self.scale,
                 "max_rejections": self.max_rejections, "solver": self.solver,
                 "matrix_free_above": self.matrix_free_above,
-                "cg_max_iterations": self.cg_max_iterations, "cg_tolerance": self.cg_tolerance}
+                "cg_max_iterations": self.cg_max_iterations, "cg_tolerance": self.cg_tolerance,
+                "handover_after": self.handover_after,
+                "handover_learning_rate": self.handover_learning_rate,
+                "handover_tolerance": self.handover_tolerance}
 
 
 class _DenseSystem:
