@@ -241,8 +241,9 @@ def check_gradients(case):
 
         def first():
             return _weighted_output(case, layer, x, inputs, ws, training)
-        _assert_gradients_match_differences(first, sources, labels, f"gradient (training={training})",
-                                            case, case.rtol, case.atol)
+        _assert_gradients_match_differences(first, sources, labels,
+                                            f"gradient (training={training})", case, case.rtol,
+                                            case.atol)
         if not case.second_order:
             continue
         vs = [rng.standard_normal(tuple(s.shape)) for s in sources]
@@ -299,7 +300,8 @@ def check_training_step(case):
     assert np.isfinite(loss), f"{case.name}: the training step's loss is {loss}"
     trainable = case.trainable if case.trainable is not None else bool(before)
     if trainable:
-        moved = [not np.array_equal(b, v.numpy()) for b, v in zip(before, layer.trainable_variables)]
+        moved = [not np.array_equal(b, v.numpy())
+                 for b, v in zip(before, layer.trainable_variables)]
         assert any(moved), f"{case.name}: a fit step left every trainable weight unchanged"
 
 
