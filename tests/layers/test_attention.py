@@ -250,12 +250,31 @@ def test_mha_dropout_only_in_training():
     (lambda: layers.MultiHeadAttention(2, 2.5), None, ValueError, "key_dim must be a positive"),
     (lambda: layers.MultiHeadAttention(2, 2, attention_axes=(1, 2)), None, NotImplementedError,
      "attention_axes"),
+    (lambda: _built_mha(), lambda l, x: l(x, x[..., :2]), ValueError,
+     "built for values of 3 features"),
+    (lambda: _built_mha(), lambda l, x: l(x, x, key=x[:, :1]), ValueError,
+     "same number of positions"),
 ])
 def test_mha_errors(make, call, error, match):
     x = tf.constant(np.ones((1, 2, 3), np.float32))
     with pytest.raises(error, match=match):
         layer = make()
         call(layer, x)
+
+
+def _built_mha():
+    layer = make_mha()
+    x = np.ones((1, 2, 3), np.float32)
+    layer(x, x)
+    return layer
+
+
+def test_attention_shape_errors():
+    q = np.ones((1, 2, 3), np.float32)
+    with pytest.raises(ValueError, match="query's and the key's last dimensions must be equal"):
+        layers.Attention()([q, q, q[..., :2]])
+    with pytest.raises(ValueError, match="value must have shape \\(batch, time, features\\)"):
+        layers.Attention()([q, q[0]])
 
 
 def test_mha_gradients_to_second_order():

@@ -56,6 +56,16 @@ def test_config_is_a_graph_that_replays_for_any_batch_size():
     np.testing.assert_allclose(traced(X).numpy(), want, rtol=1e-6)
 
 
+def test_a_size_that_changes_between_calls_stays_free_in_the_graph():
+    layer = layers.Lambda(lambda xs: xs[0] * 2.0 + xs[1])
+    short = [np.ones((2, 3, 4), np.float32)] * 2  # a list of arrays: converted
+    layer(short)
+    layer.get_config()  # traced for 3 steps; a call on 5 widens the types and traces again
+    layer([np.ones((2, 5, 4), np.float32)] * 2)
+    clone = layers.Lambda.from_config(layer.get_config())
+    assert clone([np.ones((1, 7, 4), np.float32)] * 2).numpy().tolist() == [[[3.0] * 4] * 7]
+
+
 def test_replayed_graph_differentiates_to_second_order():
     layer = layers.Lambda(squash, arguments={"power": 3}, dtype="float64")
     layer(X.astype(np.float64))

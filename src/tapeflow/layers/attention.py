@@ -122,6 +122,14 @@ class Attention(Layer):
         dtype = self._np_dtype
         query, value = _as_tensor(inputs[0], dtype), _as_tensor(inputs[1], dtype)
         key = _as_tensor(inputs[2], dtype) if len(inputs) > 2 else value
+        _check_shapes(self.name, query=query, value=value, key=key)
+        if query.shape[-1] != key.shape[-1]:
+            raise ValueError(f"{self.name}: the query's and the key's last dimensions must be "
+                             f"equal (their scores are dot products), got shapes "
+                             f"{tuple(query.shape)} and {tuple(key.shape)}")
+        if key.shape[-2] != value.shape[-2]:
+            raise ValueError(f"{self.name}: key and value need the same number of positions, "
+                             f"got shapes {tuple(key.shape)} and {tuple(value.shape)}")
         q_mask, v_mask = (mask[0], mask[1]) if mask is not None else (None, None)
         scores = self._scores(query, key)
         keep = _combine(None if v_mask is None else _expand(_combine(v_mask), -2),
@@ -153,6 +161,13 @@ def _check_attention_inputs(name, inputs, mask=None):
     if mask is not None and (not isinstance(mask, (list, tuple)) or len(mask) not in (2, 3)):
         raise ValueError(f"{name}: mask must be a list [query_mask, value_mask] (either may be "
                          f"None), got {type(mask).__name__}")
+
+
+def _check_shapes(name, **tensors):
+    for what, x in tensors.items():
+        if x.ndim != 3:
+            raise ValueError(f"{name}: {what} must have shape (batch, time, features), got "
+                             f"{tuple(x.shape)}")
 
 
 # --- MultiHeadAttention ----------------------------------------------------------------------------
@@ -278,6 +293,15 @@ class MultiHeadAttention(Layer):
         dtype = self._np_dtype
         query, value = _as_tensor(query, dtype), _as_tensor(value, dtype)
         key = value if key is None else _as_tensor(key, dtype)
+        _check_shapes(self.name, query=query, value=value, key=key)
+        for what, x, dense in (("query", query, self._query_dense),
+                               ("value", value, self._value_dense), ("key", key, self._key_dense)):
+            if x.shape[-1] != dense.kernel_shape[0]:
+                raise ValueError(f"{self.name}: was built for {what}s of {dense.kernel_shape[0]} "
+                                 f"features, got shape {tuple(x.shape)}")
+        if key.shape[-2] != value.shape[-2]:
+            raise ValueError(f"{self.name}: key and value need the same number of positions, "
+                             f"got shapes {tuple(key.shape)} and {tuple(value.shape)}")
         q = self._query_dense(query) * (1.0 / math.sqrt(self.key_dim))  # (B, Tq, H, Dk)
         k = self._key_dense(key)                                          # (B, Tk, H, Dk)
         v = self._value_dense(value)                                      # (B, Tv, H, Dv)

@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 
 from ..core import nest
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, convert_to_tensor
 from ..tracing.function import TensorSpec, function
 from .base import Layer
 
@@ -47,7 +47,8 @@ class Lambda(Layer):
             raise NotImplementedError(f"{self.name}: Lambda(mask=...) is not supported; a layer "
                                       f"class with compute_mask carries a mask")
         self._saved = None  # the traced graph's config entry, once made (or loaded)
-        if isinstance(function, dict):
+        self._loaded = isinstance(function, dict)
+        if self._loaded:
             self._saved = function
             function = _replay(function, self.name)
             arguments = None
@@ -64,11 +65,15 @@ class Lambda(Layer):
             self._takes_training = False
 
     def call(self, inputs, training=None):
+        inputs = nest.map_structure(self._as_tensor, inputs)  # a list's arrays are left as given
         self._record_inputs(inputs)
         kwargs = dict(self.arguments)
         if self._takes_training:
             kwargs["training"] = training
         return self.function(inputs, **kwargs)
+
+    def _as_tensor(self, x):
+        return x if isinstance(x, Tensor) else convert_to_tensor(x, dtype_hint=self.dtype)
 
     def _record_inputs(self, inputs):
         """Widen the recorded input types to cover ``inputs``: a size that changes between calls
@@ -77,10 +82,16 @@ class Lambda(Layer):
         if self._input_specs is None:
             self._input_specs = seen
             return
+        old, new = nest.flatten(self._input_specs), nest.flatten(seen)
         try:
-            self._input_specs = nest.map_structure(_widen, self._input_specs, seen)
-        except (TypeError, ValueError):
-            self._input_specs = seen  # another structure: the latest call's
+            if len(old) != len(new):
+                raise ValueError("another structure")
+            widened = nest.pack_sequence_as(seen, [_widen(a, b) for a, b in zip(old, new)])
+        except ValueError:
+            widened = seen  # another structure or types: the latest call's
+        if widened != self._input_specs and not self._loaded:
+            self._saved = None  # traced for narrower types: trace again when asked
+        self._input_specs = widened
 
     def compute_output_shape(self, input_shape):
         if self._output_shape is None:
@@ -139,7 +150,7 @@ def _trace(layer):
         raise ValueError(f"{name}: a Lambda is saved as the traced graph of its function (never "
                          f"as code), and tracing it failed: {type(e).__name__}: {e}. "
                          f"{_CUSTOM_LAYER}") from e
-    _check_batch_free(concrete, specs, name)
+    _check_sizes_free(concrete, specs, name)
     arrays = fmt.ArrayWriter()
 
     def refuse_variable(variable):
@@ -147,23 +158,26 @@ def _trace(layer):
                             f"'{variable.path}', which a Lambda's config cannot hold (it would "
                             f"not be saved or trained as the layer's weight). {_CUSTOM_LAYER}")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # _check_batch_free has said what matters
+        warnings.simplefilter("ignore")  # _check_sizes_free has said what matters
         entry = encode_concrete(concrete, arrays, refuse_variable, custom_gradients=True,
                                 where=f"Lambda '{name}'", signature=[specs])
     return {"format": _FORMAT, "graph": entry,
             "arrays": [_encode_array(a) for a in arrays.arrays]}
 
 
-def _check_batch_free(concrete, specs, name):
+def _check_sizes_free(concrete, specs, name):
+    """The graph takes every size its signature leaves free (None): the batch size, and any
+    size that changed between calls."""
     graph = concrete.optimized_graph
     for spec, vid in zip(nest.flatten(specs), graph.inputs):
         traced = graph.types[vid][0]
         if any(a is None and b is not None for a, b in zip(spec.shape, traced)):
             raise ValueError(f"{name}: the Lambda's traced graph depends on a size that changes "
-                             f"between calls (the batch size? input {tuple(spec.shape)} was "
-                             f"traced as {tuple(traced)}), so it cannot be saved for every "
-                             f"size. Write the function without x.shape[0] (reshape with -1, "
-                             f"or tf.shape(x)). {_CUSTOM_LAYER}")
+                             f"between calls (the batch size, or a size that differed between "
+                             f"its calls: input {tuple(spec.shape)} was traced as "
+                             f"{tuple(traced)}), so it cannot be saved for every size. Write "
+                             f"the function without x.shape[0] (reshape with -1, or use "
+                             f"tf.shape(x)). {_CUSTOM_LAYER}")
 
 
 def _encode_array(array):
