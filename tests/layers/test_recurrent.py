@@ -171,6 +171,20 @@ def test_masked_steps_keep_the_state_and_repeat_the_output(make, ref):
             np.testing.assert_allclose(s.numpy()[b], w[0], rtol=1e-12, atol=1e-12)
 
 
+def test_zero_output_for_mask():
+    x = np.random.default_rng(11).standard_normal((2, 4, 3)).astype(np.float32)
+    mask = np.array([[1, 1, 0, 1], [1, 0, 0, 0]], bool)
+    repeat = layers.GRU(2, return_sequences=True, return_state=True)
+    zero = layers.GRU(2, return_sequences=True, return_state=True, zero_output_for_mask=True)
+    repeat(x)
+    zero(x)
+    zero.set_weights(repeat.get_weights())
+    (seq, state), (zseq, zstate) = repeat(x, mask=mask), zero(x, mask=mask)
+    np.testing.assert_array_equal(zseq.numpy()[~mask], 0.0)
+    np.testing.assert_array_equal(zseq.numpy()[mask], seq.numpy()[mask])
+    np.testing.assert_array_equal(zstate.numpy(), state.numpy())  # the states carry on alike
+
+
 def test_embedding_mask_reaches_the_rnn_through_sequential():
     tf.keras.utils.set_random_seed(3)
     ids = np.array([[4, 2, 0, 0], [1, 3, 5, 0]])
@@ -368,6 +382,23 @@ def test_dropout_only_while_training(kwargs):
     model = _text_model(lambda: layers.LSTM(3, **kwargs))
     history = model.fit(*_ids(), epochs=2, batch_size=20, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
+
+
+def test_a_keras_2_config_loads():
+    config = {"name": "lstm_9", "trainable": True, "dtype": "float32", "return_sequences": False,
+              "return_state": False, "go_backwards": False, "stateful": False, "unroll": False,
+              "time_major": False, "units": 3, "activation": "tanh",
+              "recurrent_activation": "sigmoid", "use_bias": True,
+              "kernel_initializer": {"class_name": "GlorotUniform", "config": {"seed": None}},
+              "recurrent_initializer": {"class_name": "Orthogonal",
+                                        "config": {"gain": 1.0, "seed": None}},
+              "bias_initializer": {"class_name": "Zeros", "config": {}},
+              "unit_forget_bias": True, "kernel_regularizer": None,
+              "recurrent_regularizer": None, "bias_regularizer": None,
+              "activity_regularizer": None, "dropout": 0.0, "recurrent_dropout": 0.0,
+              "implementation": 2, "zero_output_for_mask": True}
+    lstm = layers.LSTM.from_config(config)
+    assert lstm.units == 3 and lstm(np.zeros((1, 2, 4), np.float32)).shape == (1, 3)
 
 
 def test_errors_say_what_is_wrong():

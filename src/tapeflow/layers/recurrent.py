@@ -7,8 +7,8 @@ each step adds the recurrent half.  Gradients (to any order) are the ops' own.
 
 Masking is Keras's: with a mask (from ``Embedding(mask_zero=True)``, ``Masking`` or
 ``mask=``), a masked step keeps the states of the step before and outputs the previous step's
-output again (zeros before the first unmasked step), so trailing padding leaves the last real
-output in place.  ``go_backwards`` runs the sequence from its end and returns the outputs in
+output again (zeros before the first unmasked step; zeros at every masked step with
+``zero_output_for_mask=True``), so trailing padding leaves the last real output in place.  ``go_backwards`` runs the sequence from its end and returns the outputs in
 that (reversed) order; ``Bidirectional`` reverses its backward layer's back.
 """
 from ..core.tensor import convert_to_tensor
@@ -27,8 +27,7 @@ class RNN(Layer):
     """Runs ``cell`` over the timesteps (Keras's ``RNN``, for tapeflow's cells)."""
 
     def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False,
-                 stateful=False, unroll=False, **kwargs):
-        kwargs.pop("zero_output_for_mask", None)  # Keras 2's argument: masked outputs repeat
+                 stateful=False, unroll=False, zero_output_for_mask=False, **kwargs):
         super().__init__(**kwargs)
         if isinstance(cell, dict):  # a serialized cell, as a config holds it
             cell = deserialize(_with_dtype(cell, kwargs.get("dtype")), _CELLS, kind="layer")
@@ -44,6 +43,7 @@ class RNN(Layer):
         self.go_backwards = bool(go_backwards)
         self.stateful = False
         self.unroll = bool(unroll)  # accepted: the loop is always unrolled
+        self.zero_output_for_mask = bool(zero_output_for_mask)  # masked steps output 0
 
     @property
     def units(self):
@@ -86,7 +86,8 @@ class RNN(Layer):
         for t, projected in enumerate(steps):
             new_output, new_states = cell.step(projected, states, recurrent_mask)
             if keeps is not None:  # a masked step: the previous output and states again
-                new_output = where(keeps[t], new_output, 0.0 if output is None else output)
+                new_output = where(keeps[t], new_output, 0.0 if output is None or
+                                   self.zero_output_for_mask else output)
                 new_states = [where(keeps[t], n, 0.0 if s is None else s)
                               for n, s in zip(new_states, states)]
             output, states = new_output, new_states
@@ -124,7 +125,8 @@ class RNN(Layer):
     def get_config(self):
         config = {**super().get_config(), "return_sequences": self.return_sequences,
                   "return_state": self.return_state, "go_backwards": self.go_backwards,
-                  "stateful": self.stateful, "unroll": self.unroll}
+                  "stateful": self.stateful, "unroll": self.unroll,
+                  "zero_output_for_mask": self.zero_output_for_mask}
         if type(self) is RNN:
             config["cell"] = serialize(self.cell)
         return config
@@ -151,15 +153,20 @@ class _CellLayer(RNN):
     cell_class = None
 
     def __init__(self, units, *, return_sequences=False, return_state=False, go_backwards=False,
-                 stateful=False, unroll=False, activity_regularizer=None, use_cudnn="auto",
+                 stateful=False, unroll=False, zero_output_for_mask=False,
+                 activity_regularizer=None, use_cudnn="auto", implementation=2, time_major=False,
                  name=None, trainable=True, dtype=None, input_shape=None, **cell_kwargs):
-        if activity_regularizer is not None:
-            raise ValueError(f"{type(self).__name__}: activity_regularizer is not supported")
+        # use_cudnn and Keras 2's implementation pick kernels (same numbers): accepted, so
+        # Keras's configs load; time_major would change the input's layout
+        if activity_regularizer is not None or time_major:
+            raise ValueError(f"{type(self).__name__}: activity_regularizer and time_major=True "
+                             f"are not supported")
         cell_name = _unique_name(snake_case(self.cell_class.__name__))
         cell = self.cell_class(units, name=cell_name, dtype=dtype, trainable=trainable,
                                **cell_kwargs)
         super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
-                         go_backwards=go_backwards, stateful=stateful, unroll=unroll, name=name,
+                         go_backwards=go_backwards, stateful=stateful, unroll=unroll,
+                         zero_output_for_mask=zero_output_for_mask, name=name,
                          trainable=trainable, dtype=dtype, input_shape=input_shape)
 
     def get_config(self):
