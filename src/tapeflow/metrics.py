@@ -32,7 +32,8 @@ __all__ = [
     "deserialize", "TopKCategoricalAccuracy", "SparseTopKCategoricalAccuracy",
     "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy", "Precision", "Recall",
     "AUC", "R2Score", "Hinge", "SquaredHinge", "CategoricalHinge", "KLDivergence", "Poisson",
-    "LogCoshError", "CosineSimilarity", "cosine_similarity",
+    "LogCoshError", "CosineSimilarity", "cosine_similarity", "hinge", "squared_hinge",
+    "categorical_hinge", "kl_divergence", "poisson",
 ]
 
 
@@ -178,6 +179,12 @@ def cosine_similarity(y_true, y_pred, axis=-1):
     """sum(l2_normalize(y_true) * l2_normalize(y_pred), axis): 1 aligned, -1 opposite (the
     metric is the similarity; the loss of the same name is its negative)."""
     return -losses.cosine_similarity(y_true, y_pred, axis=axis)
+
+
+# keras.metrics also names these loss functions (their means are the classes below)
+hinge, squared_hinge = losses.hinge, losses.squared_hinge
+categorical_hinge, kl_divergence, poisson = losses.categorical_hinge, losses.kl_divergence, \
+    losses.poisson
 
 
 # Functions whose per-sample values a MeanMetricWrapper computes on arrays directly.

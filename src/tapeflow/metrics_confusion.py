@@ -33,10 +33,11 @@ def _sigmoid(x):
 def _keep_top_k(y_pred, k):
     """Predictions outside each row's top k (ties: the lower index first) become NEG_INF."""
     xp = backend.array_module(y_pred)
-    order = xp.argsort(-y_pred, axis=-1, kind="stable")[..., :k]
-    keep = xp.zeros(y_pred.shape, dtype=bool)
-    xp.put_along_axis(keep, order, True, axis=-1)
-    return xp.where(keep, y_pred, NEG_INF)
+    rows = y_pred.reshape(-1, y_pred.shape[-1])
+    order = xp.argsort(-rows, axis=-1, kind="stable")[:, :k]
+    keep = xp.zeros(rows.shape, dtype=bool)
+    keep[xp.arange(rows.shape[0])[:, None], order] = True
+    return xp.where(keep.reshape(y_pred.shape), y_pred, NEG_INF)
 
 
 def _prepared(y_true, y_pred, sample_weight, *, top_k, class_id, label_weights, clip, from_logits,
@@ -169,7 +170,8 @@ def _checked_thresholds(thresholds, default, who):
         [thresholds] if np.ndim(thresholds) == 0 else list(np.asarray(thresholds).ravel()))
     values = [float(t) for t in values]
     if thresholds is not None and not all(0.0 <= t <= 1.0 for t in values):
-        raise ValueError(f"{who}: threshold values must be in [0, 1], got thresholds={thresholds!r}")
+        raise ValueError(f"{who}: threshold values must be in [0, 1], got "
+                         f"thresholds={thresholds!r}")
     if not values:
         raise ValueError(f"{who}: thresholds must not be empty")
     return values
@@ -186,8 +188,8 @@ def _checked_index(value, who, what):
         return None
     if isinstance(value, bool) or not float(value).is_integer() or value < 0 or \
             (what == "top_k" and value < 1):
-        raise ValueError(f"{who}: `{what}` must be a {'positive' if what == 'top_k' else 'non-negative'} "
-                         f"integer, got {value!r}")
+        kind = "positive" if what == "top_k" else "non-negative"
+        raise ValueError(f"{who}: `{what}` must be a {kind} integer, got {value!r}")
     return int(value)
 
 

@@ -6,9 +6,9 @@ the host and are plain (non-differentiable) tensors.
 
 ``normal``, ``uniform``, ``truncated_normal`` and ``shuffle`` are stateful
 primitives (``RandomStandardNormal``, ``RandomUniform``, ``TruncatedNormal``,
-``RandomShuffle``, and ``Multinomial`` for ``categorical``) run through ``apply``: each run draws from the context's
-random state at that moment, so a traced graph draws new numbers at every call (never a constant baked at trace
-time) and, under the same ``set_seed``, the same sequence as the eager program.
+``RandomShuffle``, and ``Multinomial`` for ``categorical``) run through ``apply``: each
+run draws from the context's random state at that moment, so a traced graph draws new
+numbers at every call (never a constant baked at trace time) and, under the same ``set_seed``, the same sequence as the eager program.
 An op given a tensor ``like`` instead of a shape (``dropout`` does) draws the
 shape of that tensor when it runs, so a graph traced with it fits any batch size.
 """

@@ -32,8 +32,9 @@ class Adamax(Optimizer):
     def update_step(self, gradient, variable, learning_rate):
         m = self.get_slot(variable, "momentum")
         u = self.get_slot(variable, "norm")
-        self._apply_update(APPLY_ADAMAX, (variable, m, u, gradient, learning_rate, self._iterations),
-                           {"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon},
+        attrs = {"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon}
+        self._apply_update(APPLY_ADAMAX,
+                           (variable, m, u, gradient, learning_rate, self._iterations), attrs,
                            (variable, m, u))
 
     def get_config(self):

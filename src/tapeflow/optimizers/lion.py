@@ -20,8 +20,8 @@ class Lion(Optimizer):
         super().__init__(learning_rate, clipnorm=clipnorm, clipvalue=clipvalue,
                          global_clipnorm=global_clipnorm, weight_decay=weight_decay, name=name)
         if not 0 < beta_1 <= 1:
-            raise ValueError("Argument `beta_1` must be in the (0, 1] range (at 0 Lion is signSGD), "
-                             f"got beta_1={beta_1!r}")
+            raise ValueError("Argument `beta_1` must be in the (0, 1] range (at 0 Lion is "
+                             f"signSGD), got beta_1={beta_1!r}")
         self.beta_1 = beta_1
         self.beta_2 = beta_2
 
