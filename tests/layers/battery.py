@@ -5,6 +5,8 @@ property, and ``run_layer_test(case)`` runs them all:
 
 * ``check_shape_and_dtype``: the output has ``compute_output_shape``'s shape and the
   layer's dtype (float32 by default, float64 when asked);
+* ``check_other_batch_sizes``: built on one batch, the layer takes a batch of one, and in
+  inference an example's output does not depend on the rest of its batch;
 * ``check_training_and_inference``: both modes run; a layer that does not change with
   ``training`` gives the same output in both, a random one gives the same inference output
   twice;
@@ -140,6 +142,18 @@ def check_shape_and_dtype(case):
                 f"says {shape}"
             assert out.dtype == layer.dtype, \
                 f"{case.name}: output {i} is {out.dtype}, the layer's dtype is {layer.dtype}"
+
+
+def check_other_batch_sizes(case):
+    """Built on one batch, the layer takes another size; in inference each example's output
+    is its own (nothing from the first batch's size is kept)."""
+    layer = _built(case, "float64")
+    x = case.inputs("float64")
+    whole = _numpy(layer(_feed(x), training=False))
+    first = [a[:1] for a in x] if isinstance(x, list) else x[:1]
+    _assert_same(_numpy(layer(_feed(first), training=False)), [o[:1] for o in whole],
+                 "the first example alone vs within the batch (inference)", case,
+                 rtol=1e-10, atol=1e-12)
 
 
 def check_training_and_inference(case):
@@ -307,6 +321,7 @@ def check_training_step(case):
 
 CHECKS = {
     "shape_and_dtype": check_shape_and_dtype,
+    "other_batch_sizes": check_other_batch_sizes,
     "training_and_inference": check_training_and_inference,
     "config_round_trip": check_config_round_trip,
     "traced_equals_eager": check_traced_equals_eager,
