@@ -27,7 +27,7 @@ def causal(tq, tk):
     return np.tril(np.ones((tq, tk), dtype=bool))[None]
 
 
-# --- numpy references ------------------------------------------------------------------------------
+# --- numpy references ----------------------------------------------------------------------------
 def attention_reference(q, v, k=None, scale=None, concat_weight=None, q_mask=None, v_mask=None,
                         use_causal_mask=False):
     k = v if k is None else k
@@ -63,7 +63,7 @@ def mha_reference(layer, q, v, k=None, keep=None):
     return np.einsum("bqhv,hvo->bqo", heads, ok) + ob, weights
 
 
-# --- gradients against central differences (scalar weights too) -----------------------------------
+# --- gradients against central differences (scalar weights too) ----------------------------------
 def _differences(fn, sources, eps=1e-6):
     out = []
     for v in sources:
@@ -107,7 +107,7 @@ def check_layer_gradients(call, layer, arrays, rtol=1e-6, atol=1e-8):
                                        atol=atol * tol, err_msg=f"{fn.__name__} w.r.t. {s.name}")
 
 
-# --- Attention -------------------------------------------------------------------------------------
+# --- Attention -----------------------------------------------------------------------------------
 def test_attention_dot_matches_numpy_with_key_and_scores():
     q, v, k = data((2, 3, 4), (2, 5, 6), (2, 5, 4))
     layer = layers.Attention()
@@ -177,7 +177,7 @@ def test_attention_errors(call, match):
         layers.Attention(score_mode="additive")
 
 
-# --- MultiHeadAttention ----------------------------------------------------------------------------
+# --- MultiHeadAttention --------------------------------------------------------------------------
 def make_mha(dtype=None, **kwargs):
     kwargs = {"num_heads": 2, "key_dim": 3, "bias_initializer": "random_normal", **kwargs}
     return layers.MultiHeadAttention(dtype=dtype, **kwargs)
@@ -190,9 +190,12 @@ def test_mha_keras_layout_names_and_numpy():
     out, scores = layer(q, v, return_attention_scores=True)
     assert layer.name == "multi_head_attention"
     assert [(w.path, tuple(w.shape)) for w in layer.weights] == [
-        ("multi_head_attention/query/kernel", (4, 2, 3)), ("multi_head_attention/query/bias", (2, 3)),
-        ("multi_head_attention/key/kernel", (6, 2, 3)), ("multi_head_attention/key/bias", (2, 3)),
-        ("multi_head_attention/value/kernel", (6, 2, 2)), ("multi_head_attention/value/bias", (2, 2)),
+        ("multi_head_attention/query/kernel", (4, 2, 3)),
+        ("multi_head_attention/query/bias", (2, 3)),
+        ("multi_head_attention/key/kernel", (6, 2, 3)),
+        ("multi_head_attention/key/bias", (2, 3)),
+        ("multi_head_attention/value/kernel", (6, 2, 2)),
+        ("multi_head_attention/value/bias", (2, 2)),
         ("multi_head_attention/attention_output/kernel", (2, 2, 4)),
         ("multi_head_attention/attention_output/bias", (4,))]
     want, want_scores = mha_reference(layer, q, v)

@@ -10,8 +10,9 @@ import warnings
 
 from .. import initializers, regularizers
 from ..ops.arithmetic import minimum
-from ..ops.elementwise import elu, leaky_relu, relu
+from ..ops.elementwise import elu, exp, leaky_relu, relu
 from ..ops.nn import softmax
+from ..ops.reduce import reduce_logsumexp
 from ..ops.shape import cast, where
 from ..serialization import serialize
 from .base import Layer
@@ -171,8 +172,6 @@ class Softmax(_Elementwise):
             inputs = inputs + (1.0 - cast(mask, inputs.dtype)) * _LARGE_NEGATIVE
         if isinstance(self.axis, int):
             return softmax(inputs, axis=self.axis)
-        from ..ops.elementwise import exp
-        from ..ops.reduce import reduce_logsumexp
         return exp(inputs - reduce_logsumexp(inputs, axis=self.axis, keepdims=True))
 
     def get_config(self):

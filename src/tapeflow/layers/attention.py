@@ -72,7 +72,7 @@ def _combine(*masks):
     return out
 
 
-# --- Attention -------------------------------------------------------------------------------------
+# --- Attention -----------------------------------------------------------------------------------
 class Attention(Layer):
     """Dot-product attention: called on ``[query, value]`` or ``[query, value, key]`` (key
     defaults to value), shapes ``(batch, Tq, dim)``, ``(batch, Tv, dim)``; returns
@@ -170,7 +170,7 @@ def _check_shapes(name, **tensors):
                              f"{tuple(x.shape)}")
 
 
-# --- MultiHeadAttention ----------------------------------------------------------------------------
+# --- MultiHeadAttention --------------------------------------------------------------------------
 class _Projection(Layer):
     """Keras's EinsumDense as MultiHeadAttention uses it: the last ``contract`` axes of the input
     times a kernel ``(in dims..., out dims...)``, plus a bias over the output dims."""

@@ -127,7 +127,7 @@ def _widen(a, b):
     return TensorSpec([x if x == y else None for x, y in zip(a.shape, b.shape)], a.dtype)
 
 
-# --- the function as a traced graph ----------------------------------------------------------------
+# --- the function as a traced graph --------------------------------------------------------------
 def _trace(layer):
     """The config entry of ``layer``'s function traced for its recorded inputs."""
     from ..saving import format as fmt
