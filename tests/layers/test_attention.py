@@ -302,6 +302,16 @@ def test_mha_config_round_trip_and_traced_equals_eager():
     assert len(layer.losses) == 4  # the four kernels' penalties
 
 
+def test_mha_rows_are_independent_of_their_batch():
+    q, v = data((4, 3, 4), (4, 5, 6))
+    layer = make_mha()
+    layer(q[:2], v[:2])  # built on a batch of 2
+    whole = layer(q, v).numpy()
+    for i in range(4):
+        np.testing.assert_allclose(layer(q[i:i + 1], v[i:i + 1]).numpy()[0], whole[i],
+                                   rtol=1e-5, atol=1e-6)
+
+
 def functional_model():
     query = tf.keras.Input(shape=(3, 4))
     value = tf.keras.Input(shape=(5, 2))
