@@ -1157,8 +1157,9 @@ def embedding_sharded_spec(draw):
     return params, [(first,) + shape[1:], (shape[0] - first,) + shape[1:]]
 
 
-case("sort", "StridedSlice", lambda x, axis, direction: tf.sort(x, axis=axis, direction=direction),
-     sort_spec, distinct(), note="a gather by argsort; no ties (sort has kinks there)")
+case("sort", "TakeAlongLastAxis",
+     lambda x, axis, direction: tf.sort(x, axis=axis, direction=direction), sort_spec, distinct(),
+     note="a take along the axis by argsort (a tensor input); no ties (sort has kinks there)")
 case("roll", "Roll", lambda x, shift, axis: tf.roll(x, shift, axis), roll_spec,
      note="several shifts, repeated axes add up")
 case("repeat", "GatherV2", lambda x, repeats, axis: tf.repeat(x, repeats, axis=axis),

@@ -49,6 +49,17 @@ def test_traced_top_k_chooses_the_positions_of_each_call():
         np.testing.assert_array_equal(grad.numpy(), np.eye(3)[[x.argmax()]])
 
 
+@pytest.mark.parametrize("axis, direction", [(-1, "ASCENDING"), (0, "DESCENDING"), (1, "ASCENDING")])
+def test_traced_sort_sorts_each_calls_data(axis, direction):
+    f = tf.function(lambda x: tf.sort(x, axis=axis, direction=direction))
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        x = rng.standard_normal((3, 4, 2))
+        want = np.sort(x, axis=axis)
+        want = np.flip(want, axis) if direction == "DESCENDING" else want
+        np.testing.assert_array_equal(f(tf.constant(x)).numpy(), want)
+
+
 def test_top_k_errors():
     with pytest.raises(ValueError, match="k must be in"):
         tf.math.top_k(np.zeros((2, 3)), 4)

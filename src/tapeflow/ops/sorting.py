@@ -1,9 +1,10 @@
 """Sorting: ``sort``, ``argsort``, ``searchsorted``, ``top_k`` and ``in_top_k``.
 
 ``argsort`` is an integer-valued primitive (``ArgSort``, never recorded, as
-``ArgMax``); ``sort`` is a gather of its input at those indices, so its
-gradient is the gather's: each cotangent goes back to the element that landed
-there.  Ties keep their input order in both directions (TensorFlow's TopKV2,
+``ArgMax``); ``sort`` takes its input at those indices (``TakeAlongLastAxis``, the
+axis moved last and back), the indices an input of that op, so a traced sort
+sorts each call's data; its gradient puts each cotangent back where the element
+came from.  Ties keep their input order in both directions (TensorFlow's TopKV2,
 which its sort is built on, does the same).
 
 ``top_k`` is ``TopKV2`` (values and int32 indices along the last axis, as
@@ -20,7 +21,7 @@ from ..core.registry import NotDifferentiable, def_primitive, register_gradient
 from ..core.tensor import Tensor
 from ..dtypes import numpy_dtype
 from ._util import array_module, as_tensor, one_axis
-from .shape import getitem
+from .shape import transpose
 
 __all__ = ["sort", "argsort", "searchsorted", "top_k", "in_top_k"]
 
@@ -61,24 +62,13 @@ def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
 def sort(values, axis=-1, direction="ASCENDING", name=None):
     """``values`` sorted along ``axis``; differentiable (a gather by ``argsort``)."""
     values, axis = _checked(values, axis, direction, "sort")
-    order = argsort(values, axis=axis, direction=direction)._value
-    return getitem(values, _along_axis(order, axis))
-
-
-def _along_axis(indices, axis):
-    """An index that takes ``indices`` along (negative) ``axis`` and everything else in place,
-    as ``numpy.take_along_axis``: open grids for the other axes."""
-    xp = array_module(indices)
-    ndim = indices.ndim
-    index = []
-    for a, d in enumerate(indices.shape):
-        if a == ndim + axis:
-            index.append(indices)
-        else:
-            shape = [1] * ndim
-            shape[a] = d
-            index.append(xp.arange(d).reshape(shape))
-    return tuple(index)
+    order = argsort(values, axis=axis, direction=direction)
+    if axis == -1:
+        return apply(TAKE_ALONG_LAST_AXIS, (values, order))
+    ndim = values._value.ndim
+    perm = [a for a in range(ndim) if a != ndim + axis] + [ndim + axis]  # the axis moved last
+    taken = apply(TAKE_ALONG_LAST_AXIS, (transpose(values, perm), transpose(order, perm)))
+    return transpose(taken, [perm.index(a) for a in range(ndim)])
 
 
 def searchsorted(sorted_sequence, values, side="left", out_type=np.int32, name=None):
