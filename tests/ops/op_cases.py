@@ -1528,6 +1528,9 @@ NON_DIFFERENTIABLE = {
     "ArgSort": _nd("integer_output", "integer result: never recorded, no rule registered "
                    "(tf.sort's gradient goes through the gather, not through argsort)",
                    lambda x: _f64(tf.argsort(x, axis=-1))),
+    "SearchSorted": _nd("integer_output", "integer result: never recorded, no rule registered",
+                        lambda x: _f64(tf.searchsorted(tf.sort(tf.reshape(x, [-1])),
+                                                       tf.reshape(x, [-1])))),
     "IdentityN": _nd("no_gradient",
                      "custom_gradient's op in a traced graph: its gradient is the traced grad_fn "
                      "it carries (tests/tracing); with none saved, differentiating it raises "

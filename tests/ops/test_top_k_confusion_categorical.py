@@ -60,6 +60,16 @@ def test_traced_sort_sorts_each_calls_data(axis, direction):
         np.testing.assert_array_equal(f(tf.constant(x)).numpy(), want)
 
 
+def test_traced_searchsorted_searches_each_calls_data():
+    f = tf.function(lambda a, v: tf.searchsorted(a, v, side="right"))
+    seq = np.array([[0.0, 1.0, 1.0, 3.0], [-1.0, 0.0, 2.0, 5.0]])
+    for values in (np.array([[1.0, 4.0], [0.0, 9.0]]), np.array([[-2.0, 0.5], [2.0, 3.0]])):
+        want = np.stack([np.searchsorted(s, v, side="right") for s, v in zip(seq, values)])
+        got = f(tf.constant(seq), tf.constant(values))
+        assert got.dtype == tf.int32
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
 def test_top_k_errors():
     with pytest.raises(ValueError, match="k must be in"):
         tf.math.top_k(np.zeros((2, 3)), 4)

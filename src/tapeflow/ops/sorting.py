@@ -71,21 +71,31 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
     return transpose(taken, [perm.index(a) for a in range(ndim)])
 
 
-def searchsorted(sorted_sequence, values, side="left", out_type=np.int32, name=None):
-    """Where each of ``values`` would go in ``sorted_sequence`` (sorted along its last axis),
-    row by row: both have the same leading axes."""
-    seq, vals = as_tensor(sorted_sequence)._value, as_tensor(values)._value
-    if side not in ("left", "right"):
-        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    if seq.ndim == 0 or vals.ndim == 0 or seq.shape[:-1] != vals.shape[:-1]:
-        raise ValueError(f"searchsorted: sorted_sequence {tuple(seq.shape)} and values "
-                         f"{tuple(vals.shape)} must have rank >= 1 and the same leading axes")
+def _searchsorted_forward(seq, vals, side, dtype):
     xp = array_module(seq, vals)
     rows_seq = seq.reshape(-1, seq.shape[-1])
     rows_val = vals.reshape(-1, vals.shape[-1])
     out = xp.stack([xp.searchsorted(s, v, side=side) for s, v in zip(rows_seq, rows_val)]) \
         if rows_seq.shape[0] else xp.zeros(rows_val.shape, dtype=np.int64)
-    return Tensor(out.reshape(vals.shape).astype(numpy_dtype(out_type)))
+    return out.reshape(vals.shape).astype(dtype)
+
+
+# TensorFlow's LowerBound / UpperBound as one integer-valued op (never recorded, as ArgSort);
+# both inputs are operands, so a traced graph searches each call's data.
+SEARCHSORTED = def_primitive("SearchSorted", _searchsorted_forward)
+
+
+def searchsorted(sorted_sequence, values, side="left", out_type=np.int32, name=None):
+    """Where each of ``values`` would go in ``sorted_sequence`` (sorted along its last axis),
+    row by row: both have the same leading axes."""
+    seq, vals = as_tensor(sorted_sequence), as_tensor(values)
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    s, v = seq._value, vals._value
+    if s.ndim == 0 or v.ndim == 0 or s.shape[:-1] != v.shape[:-1]:
+        raise ValueError(f"searchsorted: sorted_sequence {tuple(s.shape)} and values "
+                         f"{tuple(v.shape)} must have rank >= 1 and the same leading axes")
+    return apply(SEARCHSORTED, (seq, vals), {"side": side, "dtype": numpy_dtype(out_type)})
 
 
 # --- top_k: the k largest along the last axis -------------------------------------------------
