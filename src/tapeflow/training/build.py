@@ -35,7 +35,8 @@ __all__ = ["build_model", "loss_from_config", "metrics_from_config", "LAYERS"]
 LAYERS = {cls.__name__: cls for cls in (
     layers_module.Dense, layers_module.Dropout, layers_module.BatchNormalization,
     layers_module.LayerNormalization, layers_module.Activation, layers_module.Flatten,
-    layers_module.Reshape, layers_module.Permute, layers_module.RepeatVector,
+    layers_module.Rescaling, layers_module.Reshape, layers_module.Permute,
+    layers_module.RepeatVector,
     layers_module.Conv1D, layers_module.Conv2D, layers_module.MaxPooling1D,
     layers_module.MaxPooling2D, layers_module.AveragePooling1D, layers_module.AveragePooling2D,
     layers_module.GlobalAveragePooling1D, layers_module.GlobalAveragePooling2D,

@@ -5,8 +5,8 @@ Contract:
 - ``DataConfig`` is a union told apart by ``source``: ``california_housing``
   (scikit-learn's ``fetch_california_housing``, which downloads and caches the data
   set itself, or reads it from ``SCIKIT_LEARN_DATA``), ``digits`` (scikit-learn's bundled
-  ``load_digits``: 1,797 8x8 images as 64 pixel columns scaled to [0, 1], the digit 0-9 as a
-  class label; no download), ``csv`` (a header row, then
+  ``load_digits``: 1,797 8x8 images as 64 pixel columns of intensities 0..16, the digit 0-9
+  as a class label; no download), ``csv`` (a header row, then
   one row of numbers per example) or ``npz`` (``numpy.savez`` arrays, read with
   ``allow_pickle=False``: nothing in a data file is ever unpickled).  Every source
   has ``split`` and ``dtype``.  pydantic puts the source in an error's location:
@@ -161,9 +161,8 @@ def _read_digits():
     from sklearn.datasets import load_digits
 
     digits = load_digits()  # bundled with scikit-learn: read from its package, never downloaded
-    # pixel intensities 0..16 scaled to [0, 1]: a per-pixel Normalization would divide by the
-    # near-zero spread of the border pixels, which are almost always blank
-    x, y = digits.data / 16.0, digits.target.reshape(-1, 1)
+    # the raw intensities, as a user's file of pixels holds them (a config's model scales them)
+    x, y = digits.data, digits.target.reshape(-1, 1)
     return "digits", x, y, list(digits.feature_names), ["digit"]
 
 
