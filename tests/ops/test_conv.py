@@ -278,25 +278,41 @@ def test_a_traced_convolution_fits_any_batch_and_matches_eager():
     assert counts[0] == counts[-1], "the graph baked in the batch size: traced again per size"
 
 
-# --- the tiled fast path of the max-pool gradients against the general (stacked) path ---------
-@pytest.mark.parametrize("shape,ksize", [((2, 8, 8, 3), (2, 2)), ((2, 7, 9, 2), (2, 3)),
-                                         ((1, 6, 6, 1), (3, 3)), ((2, 5, 4, 2), (1, 2))])
-def test_tiled_max_pool_gradients_match_the_stacked_path(shape, ksize):
-    """Windows that tile the input take a path of their own (strided views, no col2im); it must
-    pick the same first maximum as the general path where windows tie (values rounded to a few
-    levels, as after a relu), leave a remainder no window reaches at zero, and carry leading
-    (jacobian) axes of the cotangent."""
+# --- max-pool gradients where windows tie --------------------------------------------------------
+def max_pool_grad_reference(x, dy, k, s):
+    """VALID max pool's gradient by loops: each window's dy added at its first maximum (the
+    first in row-major order, numpy's argmax), as TensorFlow and torch do."""
+    out = np.zeros(dy.shape[:-3] + x.shape[-3:])
+    for n, a, b, c in itertools.product(range(x.shape[0]), *(range(d) for d in dy.shape[-3:])):
+        window = x[n, a * s[0]:a * s[0] + k[0], b * s[1]:b * s[1] + k[1], c]
+        i, j = np.unravel_index(np.argmax(window), window.shape)
+        out[..., n, a * s[0] + i, b * s[1] + j, c] += dy[..., n, a, b, c]
+    return out
+
+
+@pytest.mark.parametrize("shape,ksize,strides", [((2, 8, 8, 3), (2, 2), (2, 2)),
+                                                 ((2, 7, 9, 2), (2, 3), (2, 3)),
+                                                 ((1, 6, 6, 1), (3, 3), (3, 3)),
+                                                 ((2, 5, 4, 2), (2, 2), (1, 1))])
+def test_max_pool_gradients_where_windows_tie(shape, ksize, strides):
+    """Values rounded to a few levels after a relu (many ties, whole windows of zeros): the
+    gradient goes to each window's first maximum, for windows that tile the input, leave a
+    remainder no window reaches, or overlap; leading (jacobian) axes of the cotangent carry
+    through; MaxPoolGradGrad reads g where MaxPoolGrad writes."""
     from tapeflow.ops import pooling
     rng = _rng(12)
-    x = np.maximum(np.round(rng.standard_normal(shape)), 0)  # many ties, whole windows of zeros
-    attrs = (ksize, ksize, ((0, 0), (0, 0)))
-    out_shape = (shape[0], shape[1] // ksize[0], shape[2] // ksize[1], shape[3])
+    x = np.maximum(np.round(rng.standard_normal(shape)), 0)
+    attrs = (ksize, strides, ((0, 0), (0, 0)))
+    out_shape = tuple(tf.nn.max_pool2d(x, ksize, strides, "VALID").shape)
     for dy in (rng.standard_normal(out_shape), rng.standard_normal((3,) + out_shape)):
-        fast = pooling._max_pool_grad_forward(x, dy, *attrs)
-        np.testing.assert_array_equal(fast, pooling._max_pool_grad_stacked(x, dy, *attrs))
-    for g in (rng.standard_normal(shape), rng.standard_normal((2,) + shape)):
-        fast = pooling._max_pool_grad_grad_forward(x, g, *attrs)
-        np.testing.assert_array_equal(fast, pooling._max_pool_grad_grad_stacked(x, g, *attrs))
+        np.testing.assert_allclose(pooling._max_pool_grad_forward(x, dy, *attrs),
+                                   max_pool_grad_reference(x, dy, ksize, strides), rtol=1e-12)
+    g = rng.standard_normal((2,) + shape)
+    dy = rng.standard_normal((2,) + out_shape)
+    # <MaxPoolGrad(x, dy), g> = <dy, MaxPoolGradGrad(x, g)>: each other's adjoint in dy and g
+    np.testing.assert_allclose(np.sum(pooling._max_pool_grad_forward(x, dy, *attrs) * g),
+                               np.sum(dy * pooling._max_pool_grad_grad_forward(x, g, *attrs)),
+                               rtol=1e-12)
 
 
 def test_a_window_of_equal_values_sends_its_gradient_to_its_first_element():

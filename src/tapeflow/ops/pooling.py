@@ -9,10 +9,9 @@ Five primitives, in TensorFlow's design (``nn_grad.py``), all on NHWC arrays:
 * ``AvgPool(x)`` and ``AvgPoolGrad(dy)``, linear, each other's gradient.  "SAME" windows
   average only the elements inside the input, as TensorFlow's.
 
-Where the windows tile the input (stride = window, no padding: Keras's default pool), the
-two gradient kernels work on each window element's strided view of x in place (no stacked
-copy, no col2im); elsewhere on the window elements stacked contiguously (``windows.py``).
-Both paths pick the same first maximum (tests/ops/test_conv.py compares them).
+The gradient kernels stack each window's elements contiguously (one strided copy per window
+element), find every window's first maximum with a few passes of boolean logic, and add the
+results back by col2im, a transpose where the windows tile the input (``windows.py``).
 
 Leading (jacobian) axes of dy and g broadcast against x's; attributes never hold the batch
 size, so one traced graph fits every batch.
@@ -25,7 +24,7 @@ from ._util import array_module, as_tensor
 from .shape import reshape
 from .window_args import check_format, check_output, explicit_pads, fold_batch, from_nhwc, \
     spatial_arg, to_nhwc
-from .windows import out_hw, reduce_windows, stack_windows, tiles, unstack_windows, untile
+from .windows import out_hw, reduce_windows, stack_windows, unstack_windows
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool", "avg_pool1d", "avg_pool2d", "avg_pool"]
 
@@ -37,82 +36,46 @@ def _max_pool_forward(x, ksize, strides, pads):
     return reduce_windows(x, ksize, strides, pads, array_module(x).maximum, -np.inf)
 
 
-def _first_max_one_hot(x, ksize, strides, pads, lead_ndim):
-    """(K, 1 * lead_ndim, ..., Ho, Wo, C) booleans: True at each window's first maximum."""
+def _first_max_hits(x, ksize, strides, pads):
+    """For each window element k = i * kw + j, in order: booleans (..., Ho, Wo, C), True where
+    element k is its window's first maximum (TensorFlow's and torch's pick among ties)."""
     xp = array_module(x)
-    stacked = stack_windows(x, ksize, strides, pads, -np.inf)
-    best = stacked.max(axis=0)
-    idx = xp.zeros(best.shape, dtype=np.int32)
-    for k in range(len(stacked) - 1, -1, -1):  # backwards: the first maximum is written last
-        xp.copyto(idx, k, where=stacked[k] == best)
-    ks = xp.arange(len(stacked), dtype=np.int32).reshape((-1,) + (1,) * (lead_ndim + idx.ndim))
-    return ks == idx
-
-
-def _tiled_first_max(tiled):
-    """For each window element (i, j) of tiled x (..., Ho, kh, Wo, kw, C), in order: (i, j, hit),
-    hit (..., Ho, Wo, C) True where (i, j) is its window's first maximum."""
-    xp = array_module(tiled)
-    kh, kw = tiled.shape[-4], tiled.shape[-2]
-    best = tiled[..., :, 0, :, 0, :].copy()
-    for i in range(kh):
-        for j in range(kw):
-            if i or j:
-                xp.maximum(best, tiled[..., :, i, :, j, :], out=best)
+    stacked = stack_windows(x, ksize, strides, pads, -np.inf)  # (K, ..., Ho, Wo, C), contiguous
+    best = stacked[0].copy()
+    for part in stacked[1:]:
+        xp.maximum(best, part, out=best)
     unclaimed = None  # windows whose first maximum is still ahead
-    for i in range(kh):
-        for j in range(kw):
-            hit = xp.equal(tiled[..., :, i, :, j, :], best)
-            if unclaimed is None:
-                unclaimed = xp.logical_not(hit)
-            else:
-                xp.logical_and(hit, unclaimed, out=hit)
-                xp.greater(unclaimed, hit, out=unclaimed)  # unclaimed and not hit
-            yield i, j, hit
-
-
-def _max_pool_grad_tiled(tiled, dy, in_hw):
-    lead = np.broadcast_shapes(dy.shape[:-3], tiled.shape[:-5])
-    out = array_module(dy).empty(lead + tiled.shape[-5:], dtype=dy.dtype)
-    for i, j, hit in _tiled_first_max(tiled):
-        array_module(dy).multiply(dy, hit, out=out[..., :, i, :, j, :])
-    return untile(out, in_hw)
-
-
-def _max_pool_grad_stacked(x, dy, ksize, strides, pads):
-    hot = _first_max_one_hot(x, ksize, strides, pads, dy.ndim - x.ndim)
-    parts = array_module(dy).where(hot, dy, dy.dtype.type(0))
-    return unstack_windows(parts, x.shape[-3:-1], ksize, strides, (1, 1), pads)
+    for part in stacked:
+        hit = xp.equal(part, best)
+        if unclaimed is None:
+            unclaimed = xp.logical_not(hit)
+        else:
+            xp.logical_and(hit, unclaimed, out=hit)
+            xp.greater(unclaimed, hit, out=unclaimed)  # unclaimed and not hit
+        yield hit
 
 
 def _max_pool_grad_forward(x, dy, ksize, strides, pads):
     """dy added at each window's first maximum, in x's shape (dy may have leading axes)."""
-    tiled = tiles(x, ksize, strides, pads)
-    if tiled is not None:
-        return _max_pool_grad_tiled(tiled, dy, x.shape[-3:-1])
-    return _max_pool_grad_stacked(x, dy, ksize, strides, pads)
-
-
-def _max_pool_grad_grad_tiled(tiled, g_tiled):
-    out = None
-    for i, j, hit in _tiled_first_max(tiled):
-        part = g_tiled[..., :, i, :, j, :] * hit
-        out = part if out is None else array_module(part).add(out, part, out=out)
-    return out
-
-
-def _max_pool_grad_grad_stacked(x, g, ksize, strides, pads):
-    hot = _first_max_one_hot(x, ksize, strides, pads, g.ndim - x.ndim)
-    parts = stack_windows(g, ksize, strides, pads, 0)
-    return array_module(g).where(hot, parts, g.dtype.type(0)).sum(axis=0)
+    xp = array_module(dy)
+    parts = None
+    for k, hit in enumerate(_first_max_hits(x, ksize, strides, pads)):
+        if parts is None:
+            parts = xp.empty((ksize[0] * ksize[1],) + np.broadcast_shapes(dy.shape, hit.shape),
+                             dtype=dy.dtype)
+        xp.multiply(dy, hit, out=parts[k])
+    return unstack_windows(parts, x.shape[-3:-1], ksize, strides, (1, 1), pads)
 
 
 def _max_pool_grad_grad_forward(x, g, ksize, strides, pads):
     """g (x's shape, maybe with leading axes) read at each window's first maximum."""
-    tiled = tiles(x, ksize, strides, pads)
-    if tiled is not None:
-        return _max_pool_grad_grad_tiled(tiled, tiles(g, ksize, strides, pads))
-    return _max_pool_grad_grad_stacked(x, g, ksize, strides, pads)
+    xp = array_module(g)
+    out = None
+    for part, hit in zip(stack_windows(g, ksize, strides, pads, 0),
+                         _first_max_hits(x, ksize, strides, pads)):
+        read = part * hit
+        out = read if out is None else xp.add(out, read, out=out)
+    return out
 
 
 def _window_counts(x_hw, ksize, strides, pads, xp, dtype):

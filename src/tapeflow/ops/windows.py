@@ -10,7 +10,7 @@ import numpy as np
 from ._util import array_module
 
 __all__ = ["out_size", "out_hw", "pad_hw", "window_view", "im2col", "offsets", "window_slices",
-           "reduce_windows", "stack_windows", "unstack_windows", "tiles", "untile"]
+           "reduce_windows", "stack_windows", "unstack_windows"]
 
 
 def out_size(n, k, stride, dilation, pad):
@@ -109,30 +109,4 @@ def unstack_windows(parts, in_hw, ksize, strides, dilations, pads):
         out[..., rows, columns, :] += parts[k]
     if pt or pb or pl or pr:
         out = xp.ascontiguousarray(out[..., pt:pt + h, pl:pl + w, :])
-    return out
-
-
-# --- windows that tile the input --------------------------------------------------------------
-def tiles(x, ksize, strides, pads):
-    """Where the windows tile the input (stride = window, no padding: Keras's default pool),
-    the (..., Ho, kh, Wo, kw, C) view of the rows and columns they cover (a trailing remainder
-    that no window reaches left out); None otherwise.  Element (i, j) of every window is then
-    ``view[..., :, i, :, j, :]``, a plain strided view: no index arithmetic, no copy."""
-    (kh, kw) = ksize
-    if tuple(strides) != tuple(ksize) or pads != ((0, 0), (0, 0)):
-        return None
-    ho, wo = x.shape[-3] // kh, x.shape[-2] // kw
-    covered = x[..., :ho * kh, :wo * kw, :]
-    return covered.reshape(x.shape[:-3] + (ho, kh, wo, kw, x.shape[-1]))
-
-
-def untile(tiled, in_hw):
-    """(..., Ho, kh, Wo, kw, C) -> (..., H, W, C): the inverse of ``tiles``, with zeros where no
-    window reached."""
-    ho, kh, wo, kw, c = tiled.shape[-5:]
-    flat = tiled.reshape(tiled.shape[:-5] + (ho * kh, wo * kw, c))
-    if (ho * kh, wo * kw) == tuple(in_hw):
-        return flat
-    out = array_module(tiled).zeros(tiled.shape[:-5] + tuple(in_hw) + (c,), dtype=tiled.dtype)
-    out[..., :ho * kh, :wo * kw, :] = flat
     return out
