@@ -81,6 +81,18 @@ CASES = [
                                return_sequences=True), (2, 3, 2)),
     LayerCase(layers.Bidirectional, dict(layer={"class_name": "LSTM", "config": {
         "units": 2, "return_sequences": True}}), (2, 3, 2)),
+    # --- merging (called on a list of inputs; saved inside a functional model) ---
+    LayerCase(layers.Concatenate, {}, [(2, 3), (2, 2)]),
+    LayerCase(layers.Concatenate, dict(axis=1), [(2, 2, 3), (2, 1, 3)], id="Concatenate-axis1"),
+    LayerCase(layers.Add, {}, [(2, 3), (2, 3), (2, 3)]),
+    LayerCase(layers.Subtract, {}, [(2, 3), (2, 3)]),
+    LayerCase(layers.Multiply, {}, [(2, 3), (2, 1)]),
+    LayerCase(layers.Average, {}, [(2, 3), (2, 3)]),
+    LayerCase(layers.Maximum, {}, [(2, 3), (2, 3)]),
+    LayerCase(layers.Minimum, {}, [(2, 3), (2, 3), (2, 3)]),
+    LayerCase(layers.Dot, dict(axes=1), [(2, 3), (2, 3)]),
+    LayerCase(layers.Dot, dict(axes=(2, 2), normalize=True), [(2, 2, 3), (2, 4, 3)],
+              id="Dot-normalized"),
 ]
 
 # public layer classes without a case, each with the reason

@@ -1,6 +1,10 @@
 """``tapeflow.layers`` (also ``tapeflow.keras.layers``)."""
 from .base import Layer, name_scope  # noqa: F401
 from .core import Activation, Dense, Dropout, Flatten, Input, InputLayer  # noqa: F401
+from .merging import (  # noqa: F401
+    Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add, average,
+    concatenate, dot, maximum, minimum, multiply, subtract,
+)
 from .normalization import BatchNormalization, LayerNormalization  # noqa: F401
 from .preprocessing import Normalization  # noqa: F401
 from .reshaping import Permute, RepeatVector, Reshape  # noqa: F401

@@ -23,13 +23,14 @@ from ..dtypes import numpy_dtype
 from ..ops.shape import cast
 from .. import initializers, regularizers
 from ..serialization import snake_case
+from .symbolic import call_on_symbols, holds_keras_tensor
 
 __all__ = ["Layer", "name_scope", "clear_session"]
 
-FUNCTIONAL_API_UNSUPPORTED = (
-    "The functional API (calling layers on tf.keras.Input(...), tf.keras.Model(inputs, outputs)) "
-    "is not supported yet: stack the layers in tf.keras.Sequential([tf.keras.Input(shape=...), "
-    "layer, ...]), or subclass tf.keras.Model and call the layers in its call(inputs).")
+CALLED_ON_A_LAYER = (
+    "call layers on tensors: tf.keras.Input(shape=...) returns the symbolic tensor of the "
+    "functional API (an InputLayer's is its .output), and each layer call returns the next "
+    "one, as in x = tf.keras.Input(shape=(8,)); y = Dense(1)(x); model = tf.keras.Model(x, y)")
 
 
 def _unique_name(base):
@@ -207,9 +208,12 @@ class Layer:
         return inputs
 
     def __call__(self, inputs, *args, training=None, **kwargs):
-        if inputs.__class__ is not Tensor and _holds_layer(inputs):
-            raise TypeError(f"{self.name} was called on a layer ({_layer_names(inputs)}), not on "
-                            f"data. {FUNCTIONAL_API_UNSUPPORTED}")
+        if inputs.__class__ is not Tensor or args or kwargs:
+            if _holds_layer(inputs):
+                raise TypeError(f"{self.name} was called on a layer ({_layer_names(inputs)}), "
+                                f"not on data or a symbolic tensor: {CALLED_ON_A_LAYER}")
+            if holds_keras_tensor((inputs, args, kwargs)):  # the functional API: record a node
+                return call_on_symbols(self, inputs, args, kwargs, training)
         if inputs.__class__ is not Tensor and (
                 not isinstance(inputs, (Tensor, list, tuple, dict)) or _plain_data(inputs)):
             inputs = convert_to_tensor(inputs, dtype_hint=self.dtype)

@@ -1,4 +1,4 @@
-"""Dense, Activation, Dropout, Flatten and the Input spec."""
+"""Dense, Activation, Dropout, Flatten, and InputLayer / Input (the functional API's input)."""
 import math
 
 import numpy as np
@@ -9,6 +9,7 @@ from ..ops.nn import dropout
 from ..ops.shape import reshape
 from ..serialization import serialize
 from .base import Layer
+from .symbolic import input_tensor
 
 __all__ = ["Dense", "Activation", "Dropout", "Flatten", "InputLayer", "Input"]
 
@@ -126,18 +127,31 @@ class Flatten(Layer):
 
 
 class InputLayer(Layer):
-    """Declares a model's input shape (without the batch axis)."""
+    """A model's input: its shape (without the batch axis) and dtype; ``.output`` is the
+    symbolic tensor the functional API calls layers on (``Input`` returns it)."""
 
     def __init__(self, shape=None, batch_size=None, dtype=None, name=None, input_shape=None,
-                 **kwargs):
+                 batch_shape=None, **kwargs):
         super().__init__(name=name, dtype=dtype, **kwargs)
+        if batch_shape is not None:
+            batch_shape = tuple(batch_shape)
+            if not batch_shape:
+                raise ValueError("InputLayer: batch_shape needs a batch axis")
+            batch_size, shape = batch_shape[0], batch_shape[1:]
         shape = shape if shape is not None else input_shape
         if shape is None:
-            raise ValueError("InputLayer needs shape=")
-        self.shape = tuple(int(d) if d is not None else None for d in
-                           ((shape,) if isinstance(shape, int) else shape))
+            raise ValueError("InputLayer needs shape= (the shape of one sample, e.g. (8,))")
+        shape = (shape,) if isinstance(shape, int) else shape
+        try:
+            self.shape = tuple(None if d is None else _size(d) for d in shape)
+        except (TypeError, ValueError):
+            raise ValueError(f"InputLayer: shape must be a tuple of positive sizes (or None), "
+                             f"got {shape!r}") from None
+        if batch_size is not None:
+            batch_size = _size(batch_size)
         self.batch_size = batch_size
         self.built = True
+        self.output = input_tensor(self, self.batch_shape, self.dtype, self.name)
 
     @property
     def batch_shape(self):
@@ -150,8 +164,14 @@ class InputLayer(Layer):
         return {**super().get_config(), "shape": list(self.shape), "batch_size": self.batch_size}
 
 
-def Input(shape=None, batch_size=None, dtype=None, name=None):  # noqa: N802 - Keras's name
-    """An input spec for ``Sequential([Input(shape=(8,)), Dense(1)])``."""
-    return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, name=name)
+def _size(d):
+    if isinstance(d, bool) or int(d) != d or d <= 0:
+        raise ValueError(f"not a positive size: {d!r}")
+    return int(d)
 
 
+def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None):  # noqa: N802
+    """The symbolic input of a functional model, as Keras's: ``x = Input(shape=(8,))``, then
+    ``tf.keras.Model(x, Dense(1)(x))``; also a ``Sequential``'s first entry."""
+    return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, name=name,
+                      batch_shape=batch_shape).output

@@ -13,7 +13,8 @@ import numpy as np
 from .. import backend
 from ..core.tensor import Tensor
 
-__all__ = ["as_arrays", "split_validation", "class_sample_weight", "batches", "num_batches"]
+__all__ = ["as_arrays", "split_validation", "class_sample_weight", "batches", "num_batches",
+           "num_samples", "is_structure", "map_arrays"]
 
 
 def _as_array(value, dtype=None):
@@ -30,22 +31,67 @@ def _as_array(value, dtype=None):
 
 
 def as_arrays(x, y=None, sample_weight=None, dtype=np.float32, where="fit"):
-    """(x, y, sample_weight) as arrays of one length; clear errors for mismatches."""
+    """(x, y, sample_weight) as arrays of one length; clear errors for mismatches.  Each may be
+    a list or dict of arrays (a model of several inputs or outputs): arrays in the same places."""
     if x is None:
         raise ValueError(f"{where}: x is required")
     dtype = np.dtype(dtype)
-    x = _as_array(x, dtype)
-    if x.ndim == 0:
-        raise ValueError(f"{where}: x needs a batch axis (one row per sample), got a scalar")
-    y = _as_array(y, dtype if y is not None and np.asarray(y).dtype.kind == "f" else None)
-    _require_numbers(y, "y", where)
-    sample_weight = _as_array(sample_weight, dtype)
-    _require_numbers(sample_weight, "sample_weight", where)
-    n = x.shape[0]
-    for name, arr in (("y", y), ("sample_weight", sample_weight)):
-        if arr is not None and arr.shape[0] != n:
-            raise ValueError(f"{where}: x has {n} samples but {name} has {arr.shape[0]}")
+    x = map_arrays(lambda v: _as_array(v, dtype), x)
+    for name, arr in named_arrays(x, "x"):
+        if arr is None or arr.ndim == 0:
+            raise ValueError(f"{where}: {name} needs a batch axis (one row per sample), got "
+                             f"{'None' if arr is None else 'a scalar'}")
+    y = map_arrays(lambda v: _as_array(
+        v, dtype if v is not None and np.asarray(v).dtype.kind == "f" else None), y)
+    sample_weight = map_arrays(lambda v: _as_array(v, dtype), sample_weight)
+    for name, arr in named_arrays(y, "y"):
+        _require_numbers(arr, name, where)
+    for name, arr in named_arrays(sample_weight, "sample_weight"):
+        _require_numbers(arr, name, where)
+    (first, x0), *_ = named_arrays(x, "x")
+    n = x0.shape[0]
+    for name, arr in named_arrays((x, y, sample_weight), ("x", "y", "sample_weight")):
+        if arr is not None and (arr.ndim == 0 or arr.shape[0] != n):
+            raise ValueError(f"{where}: {first} has {n} samples but {name} has "
+                             f"{arr.shape[0] if arr.ndim else 'none (a scalar)'}")
     return x, y, sample_weight
+
+
+def is_structure(value):
+    """A list, tuple or dict of arrays (several inputs or outputs), not one array written as
+    nested lists of numbers."""
+    if isinstance(value, dict):
+        return True
+    return isinstance(value, (list, tuple)) and any(
+        isinstance(v, (dict, Tensor)) or backend.is_array(v) for v in value)
+
+
+def map_arrays(fn, value):
+    """``fn`` of each array in ``value`` (one array, or a list/tuple/dict of them)."""
+    if isinstance(value, dict):
+        return {k: fn(v) for k, v in value.items()}
+    if is_structure(value):
+        return type(value)(fn(v) for v in value)
+    return fn(value)
+
+
+def named_arrays(value, name):
+    """``[(name, array), ...]`` of each array in ``value``, named as written (``x['a']``,
+    ``y[1]``); ``value`` and ``name`` may be tuples of several."""
+    if isinstance(name, tuple):
+        return [pair for v, n in zip(value, name) for pair in named_arrays(v, n)]
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [(f"{name}[{k!r}]", v) for k, v in value.items()]
+    if is_structure(value):
+        return [(f"{name}[{i}]", v) for i, v in enumerate(value)]
+    return [(name, value)]
+
+
+def num_samples(x):
+    """The number of samples of ``x`` (an array, or a list/dict of arrays of one length)."""
+    return named_arrays(x, "x")[0][1].shape[0]
 
 
 def _require_numbers(arr, name, where):
@@ -58,7 +104,7 @@ def _require_numbers(arr, name, where):
         what = f"strings (dtype {arr.dtype})"
     else:
         what = f"not numbers (dtype {arr.dtype})"
-    if name == "y":
+    if name.startswith("y"):
         raise ValueError(
             f"{where}: the labels y are {what}; the loss and metrics need numeric labels "
             f"(with strings, accuracy would read 0.0). Encode class names as integers first, "
@@ -74,14 +120,14 @@ def split_validation(x, y, sample_weight, fraction):
     shuffling, so the same samples are held out every epoch)."""
     if not 0 < fraction < 1:
         raise ValueError(f"validation_split must be between 0 and 1, got {fraction}")
-    n = x.shape[0]
+    n = num_samples(x)
     cut = int(n * (1 - fraction))
     if cut == 0 or cut == n:
         raise ValueError(f"validation_split={fraction} leaves no training or no validation "
                          f"samples out of {n}")
 
     def part(a, sl):
-        return None if a is None else a[sl]
+        return None if a is None else map_arrays(lambda v: v[sl], a)
     train = (part(x, slice(0, cut)), part(y, slice(0, cut)), part(sample_weight, slice(0, cut)))
     val = (part(x, slice(cut, None)), part(y, slice(cut, None)),
            part(sample_weight, slice(cut, None)))
@@ -104,6 +150,10 @@ def class_sample_weight(y, sample_weight, class_weight, dtype=np.float32, where=
     if y is None:
         raise ValueError(f"{where}: class_weight weights samples by their labels, but no y was "
                          f"given")
+    if is_structure(y):
+        raise ValueError(f"{where}: class_weight weights samples by the class of one label; "
+                         f"for a model of several outputs give sample_weight (one array per "
+                         f"output) instead")
     bad = [k for k in class_weight
            if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 0]
     if bad:
@@ -146,15 +196,16 @@ def batches(x, y, sample_weight, batch_size, shuffle=False, rng=None):
     A ``train_step`` written for Keras unpacks ``x, y = data`` when there are no
     sample weights, so the tuple is only as long as the data given.
     """
-    n = x.shape[0]
+    n = num_samples(x)
     order = rng.permutation(n) if shuffle else None
     for start in range(0, n, batch_size):
         if order is None:
             sl = slice(start, start + batch_size)
         else:
             sl = order[start:start + batch_size]
-        batch = (Tensor(x[sl]), None if y is None else Tensor(y[sl]),
-                 None if sample_weight is None else Tensor(sample_weight[sl]))
+        def rows(a):
+            return None if a is None else map_arrays(lambda v: Tensor(v[sl]), a)
+        batch = (rows(x), rows(y), rows(sample_weight))
         if sample_weight is None:
             batch = batch[:1] if y is None else batch[:2]
         yield batch

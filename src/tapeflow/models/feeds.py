@@ -26,8 +26,8 @@ def is_dataset(value):
 class ArrayFeed:
     def __init__(self, x, y, sample_weight, batch_size):
         self.x, self.y, self.sample_weight, self.batch_size = x, y, sample_weight, batch_size
-        self.steps = data_module.num_batches(x.shape[0], batch_size)
-        self.samples = x.shape[0]
+        self.samples = data_module.num_samples(x)  # x may be a list or dict of inputs
+        self.steps = data_module.num_batches(self.samples, batch_size)
 
     def epoch(self, rng=None):
         return data_module.batches(self.x, self.y, self.sample_weight, self.batch_size,

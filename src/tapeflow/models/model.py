@@ -26,27 +26,42 @@ from .. import callbacks as callbacks_module
 from .. import losses as losses_module
 from .. import metrics as metrics_module
 from .. import optimizers as optimizers_module
+from ..core import nest
 from ..core.context import context
 from ..core.tape import GradientTape
 from ..ops import random as random_ops
 from ..core.tensor import Tensor
-from ..layers.base import FUNCTIONAL_API_UNSUPPORTED, Layer
+from ..layers.base import Layer
 from ..ops.arithmetic import add_n
 from ..ops.shape import concat
 from ..tracing.function import function
 from . import data as data_module
 from . import feeds
+from . import multi_output
 from . import weights_io
 
 __all__ = ["Model"]
 
 
 class Model(Layer):
-    """Group layers into an object with training and inference features."""
+    """Group layers into an object with training and inference features.
+
+    ``Model(inputs, outputs)`` makes a functional model (``models.functional.Functional``,
+    a graph of layer calls); a subclass writes ``call`` instead.
+    """
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
+            from .functional import Functional
+            return Functional.__new__(Functional)
+        return super().__new__(cls)
 
     def __init__(self, *args, **kwargs):
         if args or "inputs" in kwargs or "outputs" in kwargs:
-            raise TypeError(FUNCTIONAL_API_UNSUPPORTED)
+            raise TypeError(f"{type(self).__name__}.__init__ got inputs/outputs: a subclass of "
+                            f"tf.keras.Model writes call(inputs) and calls "
+                            f"super().__init__(name=...) only; for a model of inputs and outputs "
+                            f"use tf.keras.Model(inputs, outputs) itself")
         super().__init__(**kwargs)
         self.optimizer = None
         self.loss = None
@@ -58,6 +73,7 @@ class Model(Layer):
         self._weighted_metrics = []
         self._metric_log_names = []
         self._loss_tracker = None
+        self._output_loss_trackers = []
         self.run_eagerly = False
         self.train_function = self.test_function = self.predict_function = None
 
@@ -83,11 +99,27 @@ class Model(Layer):
         self.optimizer = optimizers_module.get(optimizer)
         # slots keyed as the weights file keys the weights, not by the layer counters' names
         self.optimizer._key_by_structure(functools.partial(weights_io.weight_keys, self))
-        self.loss = None if loss is None else _as_loss(loss)
-        self._compiled_metrics = _as_metrics(metrics)
-        self._weighted_metrics = _as_metrics(weighted_metrics)
+        names = getattr(self, "output_names", None)  # a functional model's outputs
+        if names is not None and len(names) > 1:
+            self.loss = None if loss is None else \
+                multi_output.OutputLosses(loss, loss_weights, names, _as_loss)
+            self._compiled_metrics = multi_output.output_metrics(metrics, names, _as_metric)
+            self._weighted_metrics = multi_output.output_metrics(weighted_metrics, names,
+                                                                 _as_metric)
+        else:
+            if names is not None:  # one output: its loss may be given in a list or dict
+                loss, metrics, weighted_metrics = (
+                    _only_output(v, names[0], what) for v, what in (
+                        (loss, "loss"), (metrics, "metrics"),
+                        (weighted_metrics, "weighted_metrics")))
+            self.loss = None if loss is None else _as_loss(loss)
+            self._compiled_metrics = _as_metrics(metrics)
+            self._weighted_metrics = _as_metrics(weighted_metrics)
         self._metric_log_names = _log_names(self._compiled_metrics, self._weighted_metrics)
         self._loss_tracker = metrics_module.Mean(name="loss")
+        self._output_loss_trackers = [metrics_module.Mean(name=f"{n}_loss") for n in
+                                      self.loss.names] \
+            if isinstance(self.loss, multi_output.OutputLosses) else []
         if input_gradient is not None and not hasattr(input_gradient, "loss_and_penalty"):
             from ..input_gradient import InputGradient
             input_gradient = InputGradient(float(input_gradient))
@@ -101,12 +133,13 @@ class Model(Layer):
         """The loss tracker, then the compiled metrics and the weighted metrics (an "accuracy"
         once the first batch chose it)."""
         return ([self._loss_tracker] if self._loss_tracker is not None else []) + \
-            [m for _, m in self._named_metrics()]
+            self._output_loss_trackers + [m for _, m in self._named_metrics()]
 
     @property
     def metrics_names(self):
         """The names in the logs, in ``metrics`` order."""
         return ([self._loss_tracker.name] if self._loss_tracker is not None else []) + \
+            [t.name for t in self._output_loss_trackers] + \
             [name for name, _ in self._named_metrics()]
 
     def _named_metrics(self):
@@ -231,12 +264,21 @@ class Model(Layer):
         self._compiled_metrics = _chosen_accuracies(self._compiled_metrics, y, y_pred)
         self._weighted_metrics = _chosen_accuracies(self._weighted_metrics, y, y_pred)
         # weighted by the batch's size, so that a short last batch counts for what it holds
-        self._loss_tracker.update_state(loss, sample_weight=_batch_length(x, y_pred))
+        n = _batch_length(x, y_pred)
+        self._loss_tracker.update_state(loss, sample_weight=n)
+        if self._output_loss_trackers:  # each output's own loss, as Keras logs it
+            values = dict(self.loss.per_output(y, y_pred, sample_weight))
+            for tracker, name in zip(self._output_loss_trackers, self.loss.names):
+                if name in values:
+                    tracker.update_state(values[name], sample_weight=n)
         for m in self._compiled_metrics:
             m.update_state(y, y_pred)
         for m in self._weighted_metrics:
             m.update_state(y, y_pred, sample_weight=sample_weight)
         logs = {self._loss_tracker.name: self._loss_tracker.result()}
+        for tracker, loss_fn in zip(self._output_loss_trackers, getattr(self.loss, "losses", ())):
+            if loss_fn is not None:  # an output with no loss logs none
+                logs[tracker.name] = tracker.result()
         for name, m in self._named_metrics():
             logs[name] = m.result()
         return logs
@@ -398,7 +440,10 @@ class Model(Layer):
             outputs.append(predict_function(batch[:1]))
         if not outputs:
             raise ValueError("predict: x has no samples")
-        return concat(outputs, axis=0).numpy()
+        # several outputs (a list or dict): each concatenated over the batches
+        flat = [nest.flatten(o) for o in outputs]
+        return nest.pack_sequence_as(outputs[0], [concat(list(parts), axis=0).numpy()
+                                                  for parts in zip(*flat)])
 
     def _feed(self, x, y, sample_weight, batch_size, steps, where):
         if feeds.is_dataset(x):
@@ -437,6 +482,33 @@ class Model(Layer):
     def get_compile_config(self):
         return None
 
+    def get_layer(self, name=None, index=None):
+        """A layer of the model by its name or its index in ``model.layers`` (Keras's)."""
+        layers = self.layers
+        if (name is None) == (index is None):
+            raise ValueError(f"get_layer: give name= or index= (one of them), got name={name!r}, "
+                             f"index={index!r}")
+        if index is not None:
+            if isinstance(index, bool) or not isinstance(index, numbers.Integral) or \
+                    not -len(layers) <= index < len(layers):
+                raise ValueError(f"get_layer: index {index!r} is not an index of the model's "
+                                 f"{len(layers)} layers")
+            return layers[index]
+        for layer in layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"get_layer: no layer named {name!r}; the layers are "
+                         f"{[layer.name for layer in layers]}")
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A functional model's config (Keras saves those as class "Model" or "Functional")
+        makes one; a subclass's config goes to its constructor, as a Layer's does."""
+        if cls is Model and "input_layers" in config and "layers" in config:
+            from .functional import Functional
+            return Functional.from_config(config, custom_objects=custom_objects)
+        return cls(**config)
+
 
 def _refuse_with_dataset(where, **given):
     """Arguments a Dataset replaces (it yields its own batches, labels and weights)."""
@@ -452,6 +524,20 @@ def _as_loss(identifier):
     if isinstance(loss, losses_module.Loss):
         return loss
     return losses_module.LossFunctionWrapper(loss, name=getattr(loss, "__name__", None))
+
+
+def _only_output(value, name, what):
+    """A one-output model's ``loss`` (metrics) given in a list of one or a dict by its name."""
+    if isinstance(value, dict):
+        if set(value) - {name}:
+            raise ValueError(f"compile({what}=...): {sorted(set(value) - {name})} are not outputs "
+                             f"of the model; its output is {name!r}")
+        return value.get(name)
+    if what == "loss" and isinstance(value, (list, tuple)):
+        if len(value) != 1:
+            raise ValueError(f"compile(loss=...): {len(value)} losses for the model's one output")
+        return value[0]
+    return value
 
 
 def _as_metrics(identifiers):
@@ -544,7 +630,7 @@ def _verbosity(verbose):
 def _batch_length(x, y_pred):
     """The batch's size: a Python int eagerly; inside a trace a tensor computed when the graph
     runs (so one graph serves full and short batches)."""
-    for t in (y_pred, x):
+    for t in (nest.flatten(y_pred)[0], nest.flatten(x)[0]):
         shape = getattr(t, "shape", None)
         if shape is not None and len(shape) > 0:
             if context().trace is not None and isinstance(t, Tensor):

@@ -11,6 +11,7 @@ import contextlib
 from ..core.context import context
 from ..layers.base import name_scope
 from ..layers.core import InputLayer
+from ..layers.symbolic import KerasTensor
 from ..serialization import deserialize, serialize
 from .model import Model
 
@@ -27,6 +28,12 @@ class Sequential(Model):
 
     def add(self, layer):
         """Append a layer; an ``Input`` fixes the input shape and builds the model now."""
+        if isinstance(layer, KerasTensor):
+            if not isinstance(layer._keras_history[0], InputLayer):
+                raise TypeError("Sequential.add takes layers or a tf.keras.Input(...), not the "
+                                "output of a layer call (that is the functional API: "
+                                "tf.keras.Model(inputs, outputs))")
+            layer = layer._keras_history[0]
         if isinstance(layer, InputLayer):
             if self._tracked_layers:
                 raise ValueError("An Input must come first in a Sequential model")
@@ -86,16 +93,14 @@ class Sequential(Model):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from .. import layers as layers_module
+        from .functional import layer_classes
         config = dict(config)
         layer_configs = config.pop("layers", [])
         input_shape = config.pop("input_shape", None)
         input_batch_size = config.pop("input_batch_size", None)
         model = cls(**config)
         model._input_batch_size = input_batch_size
-        known = {name: getattr(layers_module, name) for name in dir(layers_module)
-                 if isinstance(getattr(layers_module, name), type)}
-        known.update(Sequential=Sequential, Model=Model)  # a Sequential may hold one
+        known = layer_classes()  # a Sequential may hold a model
         for layer_config in layer_configs:
             model.add(deserialize(layer_config, known, custom_objects, kind="layer"))
         if input_shape is not None:

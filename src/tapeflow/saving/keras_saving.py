@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 
 from .. import backend
+from ..core import nest
 from ..core.tensor import Tensor, convert_to_tensor
 from ..serialization import get_registered_object, serialize
 from ..tracing.function import TensorSpec, function
@@ -56,6 +57,14 @@ class _KeyedTable:
         if id(variable) not in self._index:
             self.add(variable)
         return self._index[id(variable)]
+
+
+def _input_signature(model):
+    """The TensorSpec (or a functional model's structure of them) the call is traced for."""
+    inputs = getattr(model, "_inputs_struct", None)
+    if inputs is not None:
+        return nest.map_structure(lambda t: TensorSpec(t.shape, t.dtype), inputs)
+    return TensorSpec(_input_shape(model), model.dtype)
 
 
 def _input_shape(model):
@@ -98,8 +107,10 @@ def model_document(model, arrays, include_optimizer=True):
     if not keyed:
         raise SaveError(f"model.save: model '{model.name}' has no weights yet; build it first "
                         f"(call it on a batch, or start a Sequential with Input(shape=...))")
-    input_shape = _input_shape(model)
-    spec = TensorSpec(input_shape, model.dtype)
+    spec = _input_signature(model)
+    # a functional model of several inputs writes its first input's shape here (a checkpoint's
+    # reader checks one shape); its graph's signature holds them all
+    input_shape = tuple(nest.flatten(spec)[0].shape)
     concrete = function(lambda x: model(x, training=False), input_signature=[spec],
                         name="__call__").get_concrete_function()
     table = _KeyedTable(arrays, keyed)
@@ -137,8 +148,11 @@ def model_document(model, arrays, include_optimizer=True):
 def _loss_config(loss):
     """The compiled loss by its registered name (a wrapped function) or its config."""
     from .. import losses
+    from ..models.multi_output import OutputLosses
     if loss is None:
         return None
+    if isinstance(loss, OutputLosses):  # a loss per output of a functional model
+        return loss.config(_loss_config)
     if type(loss) is losses.LossFunctionWrapper and not loss._fn_kwargs:
         return losses.REGISTRY.name_of(loss.fn)
     return losses.serialize(loss)
@@ -169,6 +183,9 @@ class SavedGraphModel:
             raise NotImplementedError(f"{self.name} was loaded from its saved graph (its code is "
                                       f"not available: {self.load_reason}); it runs only in "
                                       f"inference mode")
+        signature = self._call.concrete_functions[0].input_signature
+        if signature is not None and not isinstance(signature[0], TensorSpec):
+            return self._call(inputs)  # a functional model's structure of inputs
         spec = self._call.concrete_functions[0].input_specs[0]
         if not isinstance(inputs, Tensor):
             inputs = convert_to_tensor(np.asarray(inputs), dtype=spec.dtype)
@@ -193,12 +210,8 @@ class SavedGraphModel:
 
 
 def _known_classes():
-    from .. import layers as layers_module
-    from .. import models as models_module
-    known = {n: getattr(layers_module, n) for n in dir(layers_module)
-             if isinstance(getattr(layers_module, n), type)}
-    known.update({n: getattr(models_module, n) for n in ("Model", "Sequential")})
-    return known
+    from ..models.functional import layer_classes
+    return layer_classes()
 
 
 def _rebuild(config, custom_objects):
@@ -250,15 +263,21 @@ def _restore_optimizer(model, doc, arrays, where):
         warnings.warn(f"load_model: the optimizer could not be rebuilt ({e}); the model is not "
                       f"compiled", stacklevel=3)
         return
-    loss = None
+    loss, loss_weights = None, None
     if doc.get("loss") is not None:
         from .. import losses
         try:
-            loss = losses.get(doc["loss"])
+            if isinstance(doc["loss"], dict) and "output_losses" in doc["loss"]:
+                loss = {name: None if c is None else losses.get(c)
+                        for name, c in dict(doc["loss"]["output_losses"]).items()}
+                loss_weights = dict(doc["loss"].get("loss_weights") or {})
+            else:
+                loss = losses.get(doc["loss"])
         except (ValueError, TypeError, KeyError) as e:
             warnings.warn(f"load_model: the loss could not be rebuilt ({e}); the model is "
                           f"compiled without one", stacklevel=3)
-    model.compile(optimizer=optimizer, loss=loss)
+            loss, loss_weights = None, None
+    model.compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights)
     if state:
         for target, value in optimizer._checked_state(state):
             target._replace_value(value)

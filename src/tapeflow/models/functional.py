@@ -1,0 +1,409 @@
+"""``Functional``: the model ``tf.keras.Model(inputs, outputs)`` makes, a graph of layer calls.
+
+The graph is the ``Node`` each layer call on symbolic tensors recorded
+(``layers.symbolic``), walked back from the outputs to the inputs once, when
+the model is made, into one list in topological order (iteratively, parents
+in argument order: the same order on every run).  Calling the model replays
+that list on data; a layer called twice (shared) runs twice with the same
+weights; a model called on symbolic tensors is one layer of the outer graph.
+
+Inputs may be one ``Input``, a list or a dict of them, and so may outputs; a
+call takes the inputs as the model was made with them, as a list in
+``model.inputs`` order, or as a dict keyed by the Inputs' names (or by the
+model's dict keys).
+
+The config is Keras's: ``layers`` (each layer's config with its name and
+``inbound_nodes``: the arguments of its calls in this model, symbolic tensors
+written as ``{"class_name": "__keras_tensor__", "config": {"keras_history":
+[layer name, node index, output index]}}``), ``input_layers`` and
+``output_layers`` (the same triples, in the inputs' and outputs' structure).
+``from_config`` makes the layers from their configs (classes resolved through
+tapeflow's layers and ``custom_objects``; nothing is imported or evaluated)
+and calls them again on symbolic tensors in an order their arguments allow.
+"""
+import numpy as np
+
+from ..core import nest
+from ..core.tensor import Tensor, convert_to_tensor
+from ..layers.core import InputLayer
+from ..layers.symbolic import KerasTensor, keras_tensors
+from ..ops.shape import cast
+from ..serialization import deserialize, serialize
+from .model import Model
+
+__all__ = ["Functional", "layer_classes"]
+
+_TENSOR = "__keras_tensor__"
+
+
+class Functional(Model):
+    """A model whose call is a graph of layer calls, from ``Input``s to outputs."""
+
+    _autocast = False  # each input is cast to its own Input's dtype instead
+
+    def __init__(self, inputs, outputs, name=None, trainable=True):
+        super().__init__(name=name, trainable=trainable)
+        self._inputs_struct = _checked_inputs(inputs)
+        self._outputs_struct = _checked_outputs(outputs)
+        self.inputs = nest.flatten(self._inputs_struct)
+        self.outputs = nest.flatten(self._outputs_struct)
+        self._nodes = _topological_nodes(self.inputs, self.outputs)
+        self._track(_model_layers(self.inputs, self._nodes))
+        names = [layer.name for layer in self._tracked_layers]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"Model '{self.name}': layer names must be unique in a model, and "
+                             f"{repeated} name more than one layer; give the layers name=...")
+        self._input_keys = list(self._inputs_struct) if isinstance(self._inputs_struct, dict) \
+            else [t._keras_history[0].name for t in self.inputs]
+        self._input_shape = tuple(self.inputs[0].shape) if len(self.inputs) == 1 else None
+        self.built = True
+
+    # --- what the model is ---------------------------------------------------------------------
+    @property
+    def input(self):
+        return self._inputs_struct
+
+    @property
+    def output(self):
+        return self._outputs_struct
+
+    @property
+    def input_names(self):
+        return list(self._input_keys)
+
+    @property
+    def output_names(self):
+        """Keras's: the dict keys of dict outputs, else the names of the layers giving them."""
+        if isinstance(self._outputs_struct, dict):
+            return list(nest.flatten({k: k for k in self._outputs_struct}))
+        return [t._keras_history[0].name for t in self.outputs]
+
+    @property
+    def input_shape(self):
+        return _shapes_as(self._inputs_struct, self.inputs)
+
+    @property
+    def output_shape(self):
+        return _shapes_as(self._outputs_struct, self.outputs)
+
+    def build(self, input_shape):
+        self.built = True  # made built: its layers were built by the calls that made the graph
+
+    def compute_output_shape(self, input_shape):
+        return self.output_shape
+
+    # --- calling ---------------------------------------------------------------------------------
+    def call(self, inputs, training=None):
+        values = {id(t): x for t, x in zip(self.inputs, self._standardized(inputs))}
+
+        def value_of(x):
+            return values[id(x)] if isinstance(x, KerasTensor) else x
+        for node in self._nodes:
+            args = nest.map_structure(value_of, node.args)
+            kwargs = {k: nest.map_structure(value_of, v) for k, v in node.kwargs.items()}
+            kwargs.setdefault("training", training)
+            flat = nest.flatten(node.layer(*args, **kwargs))
+            if len(flat) != len(node.output_tensors):
+                raise ValueError(f"{node.layer.name} returned {len(flat)} tensor(s) here but "
+                                 f"{len(node.output_tensors)} when the model was made")
+            for t, v in zip(node.output_tensors, flat):
+                values[id(t)] = v
+        return nest.pack_sequence_as(self._outputs_struct, [values[id(t)] for t in self.outputs])
+
+    def _standardized(self, inputs):
+        """The call's inputs as one tensor per ``self.inputs``, converted and checked."""
+        n = len(self.inputs)
+        if isinstance(inputs, dict):
+            missing = [k for k in self._input_keys if k not in inputs]
+            unexpected = sorted(str(k) for k in inputs if k not in self._input_keys)
+            if missing or unexpected:
+                raise ValueError(f"Model '{self.name}' takes inputs named {self._input_keys}; "
+                                 f"the dict given lacks {missing} and has unexpected keys "
+                                 f"{unexpected}")
+            flat = [inputs[k] for k in self._input_keys]
+        elif isinstance(inputs, (list, tuple)) and not _plain_numbers(inputs) and \
+                (n > 1 or len(inputs) == 1):
+            flat = nest.flatten(inputs) if n > 1 else list(inputs)
+            if len(flat) != n:
+                raise ValueError(f"Model '{self.name}' takes {n} input(s) {self._input_keys}, "
+                                 f"got a {type(inputs).__name__} of {len(flat)}")
+        elif n == 1:
+            flat = [inputs]
+        else:
+            raise ValueError(f"Model '{self.name}' takes {n} inputs {self._input_keys}: pass a "
+                             f"list in that order or a dict keyed by those names, not one "
+                             f"{type(inputs).__name__}")
+        return [_checked_value(x, t, key, self.name)
+                for x, t, key in zip(flat, self.inputs, self._input_keys)]
+
+    # --- config ----------------------------------------------------------------------------------
+    def get_config(self):
+        numbering = {}  # id(node) -> its index among this model's calls of its layer
+        model_nodes = {id(t.node) for t in self.inputs} | {id(n) for n in self._nodes}
+        for layer in self._tracked_layers:
+            mine = [node for node in layer._inbound_nodes if id(node) in model_nodes]
+            numbering.update((id(node), i) for i, node in enumerate(mine))
+
+        def history(t):
+            layer, _, index = t._keras_history
+            return [layer.name, numbering[id(t.node)], index]
+
+        def encode(value):
+            if isinstance(value, KerasTensor):
+                return {"class_name": _TENSOR, "config": {
+                    "shape": list(value.shape), "dtype": value.dtype.name,
+                    "keras_history": history(value)}}
+            if isinstance(value, dict):
+                return {k: encode(v) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return [encode(v) for v in value]
+            return value
+        layers = []
+        for layer in self._tracked_layers:
+            nodes = sorted((n for n in layer._inbound_nodes
+                            if id(n) in numbering and not n.is_input), key=lambda n: n.index)
+            layers.append({**serialize(layer), "name": layer.name, "inbound_nodes": [
+                {"args": encode(list(n.args)), "kwargs": encode(n.kwargs)} for n in nodes]})
+        triples = nest.map_structure(history, self._inputs_struct), \
+            nest.map_structure(history, self._outputs_struct)
+        return {"name": self.name, "trainable": self.trainable, "layers": layers,
+                "input_layers": triples[0], "output_layers": triples[1]}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        config = dict(config)
+        entries = config.get("layers")
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise ValueError("a functional model's config has a list 'layers' of layer entries")
+        known = layer_classes()
+        by_name, queues = {}, []
+        for entry in entries:
+            layer = deserialize({"class_name": entry.get("class_name"),
+                                 "config": entry.get("config")}, known, custom_objects,
+                                kind="layer")
+            if entry.get("name", layer.name) != layer.name or layer.name in by_name:
+                raise ValueError(f"layer entry '{entry.get('name')}' is not one layer of its own "
+                                 f"name (its config names '{layer.name}')")
+            nodes = entry.get("inbound_nodes", [])
+            if not isinstance(nodes, list) or not all(
+                    isinstance(n, dict) and isinstance(n.get("args", []), list)
+                    and isinstance(n.get("kwargs", {}), dict) for n in nodes):
+                raise ValueError(f"layer '{layer.name}': inbound_nodes is not a list of "
+                                 f"{{'args': [...], 'kwargs': {{...}}}}")
+            by_name[layer.name] = layer
+            queues.append((layer, list(nodes)))
+        _replay_calls(queues, by_name)
+        inputs = _decode(config.get("input_layers"), by_name, leaf_is_triple=True)
+        outputs = _decode(config.get("output_layers"), by_name, leaf_is_triple=True)
+        if _MISSING in nest.flatten(inputs) + nest.flatten(outputs):
+            raise ValueError("the config's input_layers or output_layers name a layer call "
+                             "that its layers do not make")
+        return cls(inputs, outputs, name=config.get("name"),
+                   trainable=config.get("trainable", True))
+
+
+def layer_classes():
+    """The classes a saved layer config may name: tapeflow's layers and models."""
+    from .. import layers as layers_module
+    from .sequential import Sequential
+    known = {n: getattr(layers_module, n) for n in dir(layers_module)
+             if isinstance(getattr(layers_module, n), type)}
+    known.update(Model=Model, Sequential=Sequential, Functional=Functional)
+    return known
+
+
+# --- making the graph ----------------------------------------------------------------------------
+def _checked_inputs(inputs):
+    inputs = _as_structure(inputs, "inputs")
+    flat = nest.flatten(inputs)
+    if not flat:
+        raise ValueError("tf.keras.Model(inputs, outputs): inputs is empty")
+    for t in flat:
+        if not isinstance(t, KerasTensor):
+            raise TypeError(f"tf.keras.Model: inputs must be tf.keras.Input(...) tensors, got "
+                            f"{type(t).__name__}")
+        if not isinstance(t._keras_history[0], InputLayer):
+            raise ValueError(f"tf.keras.Model: every input must be a tf.keras.Input(...) itself; "
+                             f"{t} is the output of layer '{t._keras_history[0].name}'")
+    if len({id(t) for t in flat}) != len(flat):
+        raise ValueError("tf.keras.Model: an Input is given twice in inputs")
+    return inputs
+
+
+def _checked_outputs(outputs):
+    outputs = _as_structure(outputs, "outputs")
+    flat = nest.flatten(outputs)
+    if not flat:
+        raise ValueError("tf.keras.Model(inputs, outputs): outputs is empty")
+    for t in flat:
+        if not isinstance(t, KerasTensor):
+            what = f"the layer '{t.name}' itself" if hasattr(t, "_inbound_nodes") or \
+                hasattr(t, "built") else type(t).__name__
+            raise TypeError(f"tf.keras.Model: outputs must be the symbolic tensors layer calls "
+                            f"return (y = layer(x)), got {what}")
+    return outputs
+
+
+def _as_structure(value, what):
+    if isinstance(value, KerasTensor):
+        return value
+    if isinstance(value, (list, tuple, dict)):
+        if isinstance(value, dict) and not all(isinstance(k, str) for k in value):
+            raise TypeError(f"tf.keras.Model: the keys of a dict of {what} must be strings")
+        return value
+    raise TypeError(f"tf.keras.Model: {what} must be symbolic tensors (tf.keras.Input(...) and "
+                    f"what layers return on them), alone or in a list or dict; got "
+                    f"{type(value).__name__}")
+
+
+def _topological_nodes(inputs, outputs):
+    """The nodes from ``inputs`` to ``outputs``, each after the nodes that make its arguments
+    (an iterative depth-first walk from the outputs, parents in argument order)."""
+    wanted = {id(t.node) for t in inputs}
+    order, done, on_path = [], set(), set()
+    for t in outputs:
+        stack = [(t.node, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if id(node) in done:
+                continue
+            if expanded:
+                on_path.discard(id(node))
+                done.add(id(node))
+                order.append(node)
+                continue
+            if node.is_input and id(node) not in wanted:
+                raise ValueError(
+                    f"Graph disconnected: the outputs depend on the Input '{node.layer.name}' "
+                    f"{tuple(node.output_tensors[0].shape)}, which is not among the model's "
+                    f"inputs {[x._keras_history[0].name for x in inputs]}; add it to inputs")
+            on_path.add(id(node))
+            stack.append((node, True))
+            for parent in reversed(node.parent_nodes):
+                if id(parent) not in done:
+                    stack.append((parent, False))
+    return [node for node in order if not node.is_input]
+
+
+def _model_layers(inputs, nodes):
+    """The InputLayers in input order, then each other layer at its first call."""
+    layers, seen = [], set()
+    for layer in [t._keras_history[0] for t in inputs] + [node.layer for node in nodes]:
+        if id(layer) not in seen:
+            seen.add(id(layer))
+            layers.append(layer)
+    return layers
+
+
+def _shapes_as(structure, flat):
+    shapes = [tuple(t.shape) for t in flat]
+    if not isinstance(structure, (list, tuple, dict)):
+        return shapes[0]
+    it = iter(shapes)
+    return _pack_shapes(structure, it)
+
+
+def _pack_shapes(structure, it):  # shapes are tuples, which nest would take for structure
+    if isinstance(structure, dict):
+        packed = {k: _pack_shapes(structure[k], it) for k in sorted(structure)}
+        return {k: packed[k] for k in structure}
+    if isinstance(structure, (list, tuple)):
+        return [_pack_shapes(x, it) for x in structure]
+    return next(it)
+
+
+# --- calling ---------------------------------------------------------------------------------------
+def _plain_numbers(value):
+    """A nested list of Python numbers: one input written out, not a list of inputs."""
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    return isinstance(value, (int, float))
+
+
+def _checked_value(x, spec, key, model_name):
+    """``x`` as a tensor of the Input's dtype (floats cast), refused when its shape does not fit."""
+    want = np.dtype(spec.dtype.name)
+    if not isinstance(x, Tensor):
+        try:
+            x = convert_to_tensor(x, dtype_hint=want)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"Model '{model_name}': input '{key}' is not a tensor or array "
+                            f"({e})") from None
+    if x.dtype.name != want.name and np.dtype(x.dtype.name).kind == "f" and want.kind == "f":
+        x = cast(x, want)
+    shape = tuple(x.shape)
+    if len(shape) != len(spec.shape) or any(
+            s is not None and d is not None and s != d for s, d in zip(spec.shape, shape)):
+        raise ValueError(f"Model '{model_name}': input '{key}' expects shape "
+                         f"{tuple(spec.shape)}, got {shape}")
+    return x
+
+
+# --- from_config -----------------------------------------------------------------------------------
+_MISSING = object()  # a layer call's output that has not been made yet
+
+
+def _replay_calls(queues, by_name):
+    """Call each layer on its saved arguments, a call as soon as the calls making its
+    arguments have been made, each layer's calls in their saved order."""
+    while any(queue for _, queue in queues):
+        progressed = False
+        for layer, queue in queues:
+            while queue:
+                args = _decode(queue[0].get("args", []), by_name)
+                kwargs = _decode(queue[0].get("kwargs", {}), by_name)
+                if _MISSING in nest.flatten((args, kwargs)):
+                    break
+                if not keras_tensors((args, kwargs)):
+                    raise ValueError(f"layer '{layer.name}': a saved call has no symbolic "
+                                     f"tensor among its arguments")
+                layer(*args, **kwargs)
+                queue.pop(0)
+                progressed = True
+        if not progressed:
+            stuck = [layer.name for layer, queue in queues if queue]
+            raise ValueError(f"the config's layer calls cannot be replayed: the calls of "
+                             f"{stuck} wait on each other or on layers the config lacks")
+
+
+def _decode(value, by_name, leaf_is_triple=False, depth=0):
+    """A saved structure with its symbolic tensors made again (``_MISSING`` where a tensor's
+    layer call has not been replayed yet)."""
+    if depth > 64:
+        raise ValueError("a functional model's config is nested too deeply")
+    if leaf_is_triple and _is_triple(value):
+        return _tensor(value, by_name)
+    if isinstance(value, dict):
+        if value.get("class_name") == _TENSOR:
+            history = (value.get("config") or {}).get("keras_history")
+            if not _is_triple(history):
+                raise ValueError(f"a saved symbolic tensor has keras_history {history!r}, not "
+                                 f"[layer name, node index, output index]")
+            return _tensor(history, by_name)
+        return {k: _decode(v, by_name, leaf_is_triple, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode(v, by_name, leaf_is_triple, depth + 1) for v in value]
+    if leaf_is_triple:
+        raise ValueError(f"input_layers / output_layers hold [layer name, node index, output "
+                         f"index] triples, not {value!r}")
+    return value
+
+
+def _is_triple(value):
+    return isinstance(value, list) and len(value) == 3 and isinstance(value[0], str) and \
+        all(type(i) is int and i >= 0 for i in value[1:])
+
+
+def _tensor(history, by_name):
+    name, node_index, index = history
+    if name not in by_name:
+        raise ValueError(f"the config refers to a layer '{name}' that it does not hold")
+    nodes = getattr(by_name[name], "_inbound_nodes", [])
+    if node_index >= len(nodes):
+        return _MISSING
+    outputs = nodes[node_index].output_tensors
+    if index >= len(outputs):
+        raise ValueError(f"layer '{name}' call {node_index} has {len(outputs)} output(s), not "
+                         f"{index + 1}")
+    return outputs[index]
