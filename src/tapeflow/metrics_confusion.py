@@ -308,7 +308,8 @@ class AUC(Metric):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         if self.multi_label and self.num_labels is None:
-            self._build(y_pred.shape[-1])  # the first batch says how many labels
+            shape = tuple(getattr(y_pred, "shape", np.shape(y_pred)))
+            self._build(shape[-1] if shape else 1)  # the first batch says how many labels
         operands = (y_true, y_pred) + (() if sample_weight is None else (sample_weight,))
         counts = array_function(
             _confusion_counts, *operands, thresholds=tuple(self.thresholds), clip=self._clip,
