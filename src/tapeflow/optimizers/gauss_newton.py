@@ -35,8 +35,9 @@ import numpy as np
 
 from .. import backend
 from .. import losses as losses_module
+from ..core.backprop import backward, reachable_nodes
 from ..core.functional import flatten
-from ..core.tape import GradientTape
+from ..core.tape import GradientTape, batch_eye_seed
 from ..core.tensor import Tensor
 from ..ops.reduce import reduce_sum
 from ..ops.shape import concat, reshape
@@ -75,11 +76,12 @@ class OutputLoss:
     ``1/2 ||z||^2``.
 
     ``outputs_on(start, stop)``, optional, gives the outputs of examples ``start:stop``
-    computed on those examples alone (``model(x[start:stop])``).  Then J is taken a chunk
-    of examples at a time, each chunk's rows from its own small forward pass: work in
-    proportion to the examples times the chunk, not to the examples times the parameters,
-    a hundred times less on a 4,801-parameter MLP.  Used only where the first chunk's
-    outputs equal the whole batch's (not with batch statistics or random masks).
+    computed on those examples alone (``model(x[start:stop])``).  Then the examples are
+    independent, and J is each example's own gradient: per layer in one pass where every
+    variable enters as a Dense layer's (``_jacobian_by_layers``, work ~ examples x
+    parameters), otherwise a chunk of examples at a time, each chunk's rows from its own
+    small forward pass (work ~ examples x chunk x parameters).  Used only where the first
+    chunk's outputs equal the whole batch's (not with batch statistics or random masks).
     """
 
     def __init__(self, outputs_fn, loss_of_outputs=None, outputs_on=None):
@@ -266,8 +268,10 @@ _CHUNK_ROWS = 64  # Jacobian rows per chunk of examples: its cotangents are rows
 
 
 def _jacobian_by_examples(outputs_fn, outputs_on, variables, n):
-    """``(z, J)`` a chunk of examples at a time, or None where that is not cheaper or the
-    examples are not independent (the first chunk alone does not give the batch's outputs)."""
+    """``(z, J)`` for a batch of independent examples, or None where that is not cheaper or
+    the examples are not independent (the first chunk alone does not give the batch's
+    outputs).  Per layer (``_jacobian_by_layers``) where every variable enters as a Dense
+    layer's do; otherwise a chunk of examples at a time."""
     z = outputs_fn()
     if not isinstance(z, Tensor) or z._value.ndim == 0:
         return None
@@ -277,6 +281,11 @@ def _jacobian_by_examples(outputs_fn, outputs_on, variables, n):
     if examples <= chunk or n <= chunk * width:  # one pass of the whole batch is as cheap
         return None
     whole = _host64(z._value).reshape(examples, -1)
+    if not _independent(whole, outputs_on, chunk):
+        return None
+    found = _jacobian_by_layers(outputs_fn, variables)
+    if found is not None:
+        return found
     parts = []
     for begin in range(0, examples, chunk):
         stop = min(begin + chunk, examples)
@@ -284,16 +293,90 @@ def _jacobian_by_examples(outputs_fn, outputs_on, variables, n):
             tape.watch(variables)
             part = outputs_on(begin, stop)
             flat = reshape(part, (-1,))
-        if begin == 0:
-            first = _host64(part._value).reshape(stop, -1)
-            scale = float(np.max(np.abs(whole[:stop]))) if whole.size else 0.0
-            if first.shape != whole[:stop].shape or not np.allclose(
-                    first, whole[:stop], rtol=1e-4, atol=1e-5 * max(scale, 1.0)):
-                return None
         rows = int(flat._value.size)
         blocks = tape.jacobian(flat, variables, unconnected_gradients="zero")
         parts.append(_host64(concat([reshape(b, (rows, -1)) for b in blocks], axis=1)._value))
     return z, np.concatenate(parts, axis=0)
+
+
+def _independent(whole, outputs_on, chunk):
+    """Whether the first ``chunk`` examples alone give the outputs the whole batch gave them
+    (no batch statistics, no random masks drawn per batch)."""
+    first = _host64(outputs_on(0, chunk)._value).reshape(chunk, -1)
+    scale = float(np.max(np.abs(whole[:chunk]))) if whole.size else 0.0
+    return first.shape == whole[:chunk].shape and np.allclose(
+        first, whole[:chunk], rtol=1e-4, atol=1e-5 * max(scale, 1.0))
+
+
+def _jacobian_by_layers(outputs_fn, variables):
+    """``(z, J)`` with every example's own gradient in one pass, O(examples x parameters), or
+    None unless every variable enters the outputs through exactly one op of these kinds:
+
+    * ``x @ W`` (``BatchMatMulV2``, no transposes) with ``x`` of shape (examples, ..., k):
+      example i's rows of J for W are ``x_i (outer) s_i``, summed over the middle axes;
+    * ``y + b`` (``AddV2``) with ``b`` broadcast over the examples: its rows are ``s_i``,
+
+    where ``s_i = dz_i / da_i`` is the sensitivity of example i's outputs to that op's
+    output ``a``: one backward pass from the outputs to every such ``a`` at once, seeded
+    with the identity over each example's outputs (``batch_jacobian``'s seed: valid for
+    independent examples, which the caller has checked).  This is the per-example gradient
+    of Goodfellow (2015) and BackPACK, read off the tape's own records: the Dense stacks of
+    any depth and activation, where J by chunks of examples costs a chunk's width more."""
+    variables = list(variables)
+    with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
+        tape.watch(variables)
+        z = outputs_fn()
+    examples = int(z._value.shape[0])
+    uses = {v._id: [] for v in variables}
+    for node in reachable_nodes(tape._id, [z._node], ordered=False):
+        for k, in_id in enumerate(node.in_ids):
+            if in_id in uses:
+                uses[in_id].append((node, k))
+    plan = []
+    for v in variables:
+        if len(uses[v._id]) != 1:  # unused, or shared by several ops
+            return None
+        node, k = uses[v._id][0]
+        kind = _per_example_kind(node, k, examples)
+        if kind is None:
+            return None
+        plan.append((v, node, kind))
+    tshape = tuple(z._value.shape)
+    width = int(np.prod(tshape[1:], dtype=np.int64))
+    seed = batch_eye_seed(range(width), width, tshape, z._value.dtype, z._value)
+    handles = [Tensor(None, None, node.out_ids[0]) for _, node, _ in plan]
+    sensitivities = backward(tape._id, [z], [seed], handles, batch_ndim=1)
+    blocks = []
+    for (v, node, kind), s in zip(plan, sensitivities):
+        size = int(v._value.size)
+        if s is None:  # the op does not reach the outputs
+            blocks.append(np.zeros((examples, width, size)))
+            continue
+        s = _host64(s._value).reshape(width, examples, -1, node.out_meta[0][0][-1])
+        if kind == "matmul":
+            x = _host64(node.saved_inputs[0]._value)
+            x = x.reshape(examples, -1, x.shape[-1])
+            blocks.append(np.einsum("ntk,rnth->nrkh", x, s).reshape(examples, width, size))
+        else:
+            blocks.append(s.sum(axis=2).transpose(1, 0, 2).reshape(examples, width, size))
+    return z, np.concatenate(blocks, axis=2).reshape(examples * width, -1)
+
+
+def _per_example_kind(node, k, examples):
+    """``"matmul"`` or ``"bias"`` where ``_jacobian_by_layers`` knows the op reading a
+    variable as its input ``k``; None otherwise."""
+    (out_shape, _), = node.out_meta if len(node.out_meta) == 1 else (((), None),)
+    if len(out_shape) < 2 or out_shape[0] != examples:
+        return None
+    name, shapes = node.op.name, node.in_shapes
+    if name == "BatchMatMulV2" and k == 1 and len(shapes[1]) == 2 and len(shapes[0]) >= 2 \
+            and shapes[0][0] == examples and not node.attrs.get("transpose_a") \
+            and not node.attrs.get("transpose_b") and node.saved_inputs is not None:
+        return "matmul"
+    if name == "AddV2" and len(shapes[k]) == 1 and tuple(shapes[1 - k]) == tuple(out_shape) \
+            and shapes[k][0] == out_shape[-1]:
+        return "bias"
+    return None
 
 
 def _output_curvature(loss_of_outputs, z):
