@@ -203,7 +203,10 @@ class _ThresholdedCounts(Metric):
     def __init__(self, thresholds=None, top_k=None, class_id=None, name=None, dtype=None):
         super().__init__(name=name, dtype=dtype)
         who = type(self).__name__
-        self.init_thresholds = thresholds
+        # as given (one float or a list), in plain Python numbers so the config is JSON
+        self.init_thresholds = thresholds if thresholds is None else (
+            float(thresholds) if np.ndim(thresholds) == 0 else
+            [float(t) for t in np.asarray(thresholds).ravel()])
         self.top_k = _checked_index(top_k, who, "top_k")
         self.class_id = _checked_index(class_id, who, "class_id")
         default = 0.5 if top_k is None else NEG_INF

@@ -1,6 +1,8 @@
 """Precision, Recall and AUC against sklearn and against numpy references of Keras 3's
 formulas (brute-force threshold comparisons, the trapezoid / Riemann sums, Davis-Goadrich
 interpolation for PR), over several batches with weights; traced updates equal eager ones."""
+import json
+
 import numpy as np
 import pytest
 from sklearn import metrics as skm
@@ -221,9 +223,9 @@ def test_reset_state_and_config_round_trip():
                                name="pr"),
                    metrics.AUC(thresholds=[0.2, 0.4], multi_label=True, num_labels=1,
                                label_weights=[2.0]),
-                   metrics.Precision(thresholds=[0.3, 0.6], name="p"),
+                   metrics.Precision(thresholds=np.array([0.3, 0.6]), name="p"),
                    metrics.Recall(top_k=1, class_id=0)):
-        again = metrics.deserialize(metrics.serialize(metric))
+        again = metrics.deserialize(json.loads(json.dumps(metrics.serialize(metric))))
         assert type(again) is type(metric) and again.get_config() == metric.get_config()
         first = _batches(metric, y[:, None], p[:, None], None)
         metric.reset_state()
