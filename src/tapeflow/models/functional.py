@@ -137,13 +137,36 @@ class Functional(Model):
         return [_checked_value(x, t, key, self.name)
                 for x, t, key in zip(flat, self.inputs, self._input_keys)]
 
-    # --- config ----------------------------------------------------------------------------------
-    def get_config(self):
-        numbering = {}  # id(node) -> its index among this model's calls of its layer
+    # --- summary and config ----------------------------------------------------------------------
+    def _node_numbering(self):
+        """``{id(node): index}``: each node's place among this model's calls of its layer (a
+        layer may also have been called outside the model)."""
+        numbering = {}
         model_nodes = {id(t.node) for t in self.inputs} | {id(n) for n in self._nodes}
         for layer in self._tracked_layers:
             mine = [node for node in layer._inbound_nodes if id(node) in model_nodes]
             numbering.update((id(node), i) for i, node in enumerate(mine))
+        return numbering
+
+    def summary_rows(self):
+        """``summary()``'s rows: each layer, its output shape ("multiple" for a layer called
+        on several shapes), its parameters and the calls it takes its inputs from."""
+        numbering = self._node_numbering()
+        rows = []
+        for layer in self._tracked_layers:
+            nodes = [n for n in layer._inbound_nodes if id(n) in numbering]
+            shapes = {str(tuple(t.shape)) if len(n.output_tensors) == 1 else
+                      str([tuple(o.shape) for o in n.output_tensors])
+                      for n in nodes for t in n.output_tensors[:1]}
+            inbound = [f"{t._keras_history[0].name}[{numbering[id(t.node)]}]"
+                       f"[{t._keras_history[2]}]" for n in nodes for t in n.input_tensors]
+            rows.append((f"{layer.name} ({type(layer).__name__})",
+                         shapes.pop() if len(shapes) == 1 else "multiple",
+                         f"{layer.count_params():,}", ", ".join(inbound) or "-"))
+        return rows
+
+    def get_config(self):
+        numbering = self._node_numbering()
 
         def history(t):
             layer, _, index = t._keras_history

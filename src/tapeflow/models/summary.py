@@ -7,6 +7,32 @@ def _fmt_shape(shape):
 
 
 def summary_lines(model, width=72):
+    if hasattr(model, "summary_rows"):  # a functional model: its graph's connections too
+        rows = model.summary_rows()
+        headers = ("Layer (type)", "Output Shape", "Param #", "Connected to")
+    else:
+        rows = _chain_rows(model)
+        headers = ("Layer (type)", "Output Shape", "Param #")
+    trainable = sum(int(v._value.size) for v in model.trainable_variables)
+    total = sum(int(v._value.size) for v in model.variables)
+    # columns wide enough for their longest entry, with a space between them; counts right
+    widths = [max([minimum] + [len(r[i]) + 2 for r in rows])
+              for i, minimum in zip(range(len(headers)), (32, 24, 16, 24))]
+    width = max(width, sum(widths))
+
+    def line(cells):
+        return "".join((f"{c:>{w}}" if i == len(cells) - 1 else f"{c:>{w - 2}}  ")
+                       if i == 2 else f"{c:<{w}}"
+                       for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    lines = [f'Model: "{model.name}"', "=" * width, line(headers), "-" * width]
+    lines += [line(r) for r in rows]
+    lines += ["=" * width, f"Total params: {total:,}", f"Trainable params: {trainable:,}",
+              f"Non-trainable params: {total - trainable:,}", "-" * width]
+    return lines
+
+
+def _chain_rows(model):
+    """A Sequential's or subclassed model's rows: (layer (type), output shape, params)."""
     rows = []
     shape = getattr(model, "_input_shape", None)
     for layer in model.layers:
@@ -19,16 +45,4 @@ def summary_lines(model, width=72):
         rows.append((f"{layer.name} ({type(layer).__name__})", _fmt_shape(out),
                      f"{layer.count_params():,}" if layer.built else "0 (unbuilt)"))
         shape = out
-    trainable = sum(int(v._value.size) for v in model.trainable_variables)
-    total = sum(int(v._value.size) for v in model.variables)
-    # columns wide enough for their longest entry, with a space between them
-    w1 = max([32] + [len(a) + 2 for a, _, _ in rows])
-    w2 = max([24] + [len(b) + 2 for _, b, _ in rows])
-    w3 = max([16] + [len(c) for _, _, c in rows])
-    width = max(width, w1 + w2 + w3)
-    lines = [f'Model: "{model.name}"', "=" * width,
-             f"{'Layer (type)':<{w1}}{'Output Shape':<{w2}}{'Param #':>{w3}}", "-" * width]
-    lines += [f"{a:<{w1}}{b:<{w2}}{c:>{w3}}" for a, b, c in rows]
-    lines += ["=" * width, f"Total params: {total:,}", f"Trainable params: {trainable:,}",
-              f"Non-trainable params: {total - trainable:,}", "-" * width]
-    return lines
+    return rows
