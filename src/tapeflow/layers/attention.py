@@ -3,7 +3,7 @@
 Both weigh the rows of ``value`` by ``softmax(scores)`` of the query against
 the key; masked positions get a large negative number added to their scores
 first (Keras's 1e9), so they take no weight.  Everything is written in
-tapeflow's ops (``matmul``, ``einsum``, ``softmax``), whose gradient rules
+tapeflow's ops (``matmul``, ``softmax``), whose gradient rules
 differentiate again, so the layers have second derivatives and trace.
 
 ``MultiHeadAttention``'s weights are laid out as Keras's EinsumDense kernels:
@@ -19,10 +19,10 @@ from .. import initializers, regularizers
 from ..core.tensor import Tensor, convert_to_tensor
 from ..ops.arithmetic import logical_and
 from ..ops.elementwise import tanh
-from ..ops.linalg import einsum, matmul
+from ..ops.linalg import matmul
 from ..ops.nn import dropout, softmax
 from ..ops.reduce import reduce_sum
-from ..ops.shape import cast
+from ..ops.shape import cast, reshape, transpose
 from ..serialization import serialize
 from .base import Layer, name_scope
 from .symbolic import holds_keras_tensor
@@ -172,33 +172,46 @@ def _check_shapes(name, **tensors):
 
 # --- MultiHeadAttention --------------------------------------------------------------------------
 class _Projection(Layer):
-    """Keras's EinsumDense as MultiHeadAttention uses it: the last ``contract`` axes of the input
-    times a kernel ``(in dims..., out dims...)``, plus a bias over the output dims."""
+    """A kernel and bias laid out as the EinsumDense layers of Keras's MultiHeadAttention (so
+    Keras weights load by position), applied with broadcasting matmuls (BLAS; numpy's einsum
+    of two operands is not).
 
-    def __init__(self, name, kernel_shape, contract, use_bias, kernel_initializer,
-                 bias_initializer, kernel_regularizer, bias_regularizer, kernel_constraint,
-                 bias_constraint, dtype):
+    ``"heads"``: ``(batch, T, dim)`` times kernel ``(dim, heads, size)``, plus bias ``(heads,
+    size)``, to ``(batch, heads, T, size)``.  ``"merge"``: ``(batch, heads, T, size)`` times
+    kernel ``(heads, size, out...)`` summed over the heads, plus bias ``(out...)``, to
+    ``(batch, T, out...)``.
+    """
+
+    def __init__(self, name, mode, kernel_shape, use_bias, kernel_initializer, bias_initializer,
+                 kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint,
+                 dtype):
         super().__init__(name=name, dtype=dtype)
+        self.mode = mode
         self.kernel_shape = tuple(int(d) for d in kernel_shape)
-        self.contract = contract
-        self.use_bias = use_bias
         self.kernel = self.add_weight("kernel", self.kernel_shape, kernel_initializer,
                                       regularizer=kernel_regularizer,
                                       constraint=kernel_constraint)
         self.bias = None
         if use_bias:
-            self.bias = self.add_weight("bias", self.kernel_shape[contract:], bias_initializer,
+            bias_shape = self.kernel_shape[1:] if mode == "heads" else self.kernel_shape[2:]
+            self.bias = self.add_weight("bias", bias_shape, bias_initializer,
                                         regularizer=bias_regularizer, constraint=bias_constraint)
         self.built = True
-        letters = "abcdefgh"
-        rank = len(self.kernel_shape)
-        kernel = letters[2:2 + rank]
-        x = "ab" + kernel[:contract]
-        self.equation = f"{x},{kernel}->ab{kernel[contract:]}"
 
     def call(self, inputs):
-        y = einsum(self.equation, inputs, self.kernel)
-        return y + self.bias if self.bias is not None else y
+        return self._heads(inputs) if self.mode == "heads" else self._merge(inputs)
+
+    def _heads(self, x):
+        y = matmul(x[:, None], transpose(self.kernel, (1, 0, 2)))  # (B, 1, T, d) @ (H, d, K)
+        return y + self.bias[:, None, :] if self.bias is not None else y
+
+    def _merge(self, heads):
+        heads_n, size, *out = self.kernel_shape
+        kernel = reshape(self.kernel, (heads_n, size, math.prod(out)))
+        y = reduce_sum(matmul(heads, kernel), axis=1)  # (B, H, T, O) summed over the heads
+        if self.bias is not None:
+            y = y + reshape(self.bias, (-1,))
+        return y if len(out) == 1 else reshape(y, (-1, y.shape[1]) + tuple(out))
 
 
 class MultiHeadAttention(Layer):
@@ -260,16 +273,18 @@ class MultiHeadAttention(Layer):
                                  f"with known features, got {tuple(shape)}")
         out = self._output_shape or (query_shape[-1],)
         heads = self.num_heads
-        self._query_dense = self._projection("query", (query_shape[-1], heads, self.key_dim), 1)
-        self._key_dense = self._projection("key", (key_shape[-1], heads, self.key_dim), 1)
-        self._value_dense = self._projection("value", (value_shape[-1], heads, self.value_dim), 1)
-        self._output_dense = self._projection("attention_output",
-                                              (heads, self.value_dim) + tuple(out), 2)
+        self._query_dense = self._projection("query", "heads",
+                                             (query_shape[-1], heads, self.key_dim))
+        self._key_dense = self._projection("key", "heads", (key_shape[-1], heads, self.key_dim))
+        self._value_dense = self._projection("value", "heads",
+                                             (value_shape[-1], heads, self.value_dim))
+        self._output_dense = self._projection("attention_output", "merge",
+                                              (heads, self.value_dim) + tuple(out))
         self.built = True
 
-    def _projection(self, name, kernel_shape, contract):
+    def _projection(self, name, mode, kernel_shape):
         with name_scope(name):
-            return _Projection(name, kernel_shape, contract, self.use_bias,
+            return _Projection(name, mode, kernel_shape, self.use_bias,
                                self.kernel_initializer, self.bias_initializer,
                                self.kernel_regularizer, self.bias_regularizer,
                                self.kernel_constraint, self.bias_constraint, self.dtype)
@@ -302,17 +317,16 @@ class MultiHeadAttention(Layer):
         if key.shape[-2] != value.shape[-2]:
             raise ValueError(f"{self.name}: key and value need the same number of positions, "
                              f"got shapes {tuple(key.shape)} and {tuple(value.shape)}")
-        q = self._query_dense(query) * (1.0 / math.sqrt(self.key_dim))  # (B, Tq, H, Dk)
-        k = self._key_dense(key)                                          # (B, Tk, H, Dk)
-        v = self._value_dense(value)                                      # (B, Tv, H, Dv)
-        scores = einsum("aecd,abcd->acbe", k, q)                          # (B, H, Tq, Tk)
+        q = self._query_dense(query) * (1.0 / math.sqrt(self.key_dim))  # (B, H, Tq, Dk)
+        k = self._key_dense(key)                                          # (B, H, Tk, Dk)
+        v = self._value_dense(value)                                      # (B, H, Tv, Dv)
+        scores = matmul(q, k, transpose_b=True)                           # (B, H, Tq, Tk)
         keep = _keep_mask(masks, scores, attention_mask, use_causal_mask)
         weights = _masked_softmax(scores, None if keep is None else _expand(keep, 1))
         attended = weights
         if training and self.dropout > 0:
             attended = dropout(weights, self.dropout, seed=self.seed)
-        heads = einsum("acbe,aecd->abcd", attended, v)                   # (B, Tq, H, Dv)
-        output = self._output_dense(heads)
+        output = self._output_dense(matmul(attended, v))                 # (B, H, Tq, Dv) in
         return (output, weights) if return_attention_scores else output
 
     def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
