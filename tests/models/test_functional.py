@@ -141,6 +141,16 @@ def test_sequential_still_takes_an_input_and_input_layer():
         tf.keras.Sequential([L.Dense(3)(tf.keras.Input((2,)))])
 
 
+def test_sequential_input_and_output_shapes():
+    model = tf.keras.Sequential([tf.keras.Input((8,)), L.Dense(3), L.Dense(1)])
+    assert model.input_shape == (None, 8) and model.output_shape == (None, 1)
+    late = tf.keras.Sequential([L.Dense(2)])
+    with pytest.raises(AttributeError, match="no input shape yet"):
+        late.input_shape
+    late(np.ones((4, 5), np.float32))
+    assert late.input_shape == (None, 5) and late.output_shape == (None, 2)
+
+
 # --- errors ---------------------------------------------------------------------------------
 def test_inputs_given_wrongly_are_one_clear_error():
     model, _ = two_inputs_model()

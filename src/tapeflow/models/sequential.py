@@ -79,6 +79,19 @@ class Sequential(Model):
             inputs = layer(inputs, training=training)
         return inputs
 
+    @property
+    def input_shape(self):
+        """The input's shape, batch axis first (None): known from an Input, input_shape= or a
+        first call."""
+        if self._input_shape is None:
+            raise AttributeError(f"Sequential '{self.name}' has no input shape yet: start it "
+                                 f"with tf.keras.Input(shape=...) or call it on a batch")
+        return tuple(self._input_shape)
+
+    @property
+    def output_shape(self):
+        return tuple(self.compute_output_shape(self.input_shape))
+
     def compute_output_shape(self, input_shape):
         shape = tuple(input_shape)
         for layer in self._tracked_layers:
