@@ -48,19 +48,26 @@ def attention_reference(q, v, k=None, scale=None, concat_weight=None, q_mask=Non
     return out, weights
 
 
-def mha_reference(layer, q, v, k=None, keep=None):
-    """Keras's MultiHeadAttention with its EinsumDense kernels, in numpy."""
+def attention_heads(layer, q, v, k=None, keep=None):
+    """The softmax weights (b, h, q, s) and the projected values (b, s, h, v) of Keras's
+    MultiHeadAttention with biases, from its EinsumDense kernels, in numpy."""
     k = v if k is None else k
-    qk, qb, kk, kb, vk, vb, ok, ob = [np.asarray(w.numpy()) for w in layer.weights]
+    qk, qb, kk, kb, vk, vb = [np.asarray(w.numpy()) for w in layer.weights[:6]]
     query = np.einsum("btd,dhk->bthk", q, qk) + qb
     key = np.einsum("btd,dhk->bthk", k, kk) + kb
     value = np.einsum("btd,dhk->bthk", v, vk) + vb
     scores = np.einsum("bshk,bqhk->bhqs", key, query) / np.sqrt(layer.key_dim)
     if keep is not None:
         scores = scores - 1e9 * ~keep[:, None]
-    weights = softmax(scores)
+    return softmax(scores), value
+
+
+def mha_reference(layer, q, v, k=None, keep=None):
+    """Keras's MultiHeadAttention, in numpy: the output and the attention weights."""
+    weights, value = attention_heads(layer, q, v, k, keep)
+    ok, ob = [np.asarray(w.numpy()) for w in layer.weights[6:]]
     heads = np.einsum("bhqs,bshv->bqhv", weights, value)
-    return np.einsum("bqhv,hvo->bqo", heads, ok) + ob, weights
+    return np.einsum("bqhv,hv...->bq...", heads, ok) + ob, weights
 
 
 # --- gradients against central differences (scalar weights too) ----------------------------------
@@ -218,6 +225,11 @@ def test_mha_key_output_shape_and_no_bias():
     want = np.einsum("bqhv,hvo->bqo", np.einsum("bhqs,bshv->bqhv", w, value), ok)
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)
     assert layer.compute_output_shape((None, 3, 4)) == (None, 3, 7)
+    wide = make_mha(output_shape=(2, 5))  # an output of several axes: the kernel (2, 3, 2, 5)
+    out = wide(q, v, key=k)
+    assert tuple(out.shape) == (2, 3, 2, 5) == (2,) + wide.compute_output_shape((None, 3, 4))[1:]
+    np.testing.assert_allclose(out.numpy(), mha_reference(wide, q, v, k)[0], rtol=1e-5,
+                               atol=1e-5)
 
 
 def test_mha_attention_mask_causal_and_keras_masks():
