@@ -132,3 +132,32 @@ def test_the_trainers_checkpoint_writer_takes_a_functional_model(tmp_path):
     document, arrays = fmt.read(path)
     arrays.close()
     assert document["model_config"]["class_name"] == "Functional"
+
+
+def test_a_layer_shared_with_another_model_numbers_only_this_models_calls(tmp_path):
+    encoder = L.Dense(3, name="encoder")
+    encoder(tf.keras.Input((2,)))  # a call outside the model: not in its config
+    x = tf.keras.Input((2,), name="x")
+    model = tf.keras.Model(x, L.Dense(1, name="head")(encoder(x)))
+    config = model.get_config()
+    (node,) = next(e for e in config["layers"] if e["name"] == "encoder")["inbound_nodes"]
+    assert node["args"][0]["config"]["keras_history"] == ["x", 0, 0]
+    head = next(e for e in config["layers"] if e["name"] == "head")["inbound_nodes"][0]
+    assert head["args"][0]["config"]["keras_history"] == ["encoder", 0, 0]
+    path = str(tmp_path / "shared.keras")
+    model.save(path)
+    (d,) = _data((3, 2))
+    _same(tf.keras.models.load_model(path).predict(d, verbose=0), model.predict(d, verbose=0))
+
+
+def test_a_layer_called_with_several_tensor_arguments_round_trips(tmp_path):
+    x = tf.keras.Input((4, 6), name="sequence")
+    context = tf.keras.Input((3, 6), name="context")
+    attended = L.MultiHeadAttention(num_heads=2, key_dim=3, name="mha")(x, context)
+    model = tf.keras.Model([x, context], L.Dense(1)(attended))
+    assert model.output_shape == (None, 4, 1)
+    path = str(tmp_path / "mha.h5")
+    model.save(path)
+    data = _data((2, 4, 6), (2, 3, 6))
+    _same(tf.keras.models.load_model(path).predict(data, verbose=0),
+          model.predict(data, verbose=0))
