@@ -7,6 +7,7 @@ needed), so second derivatives hold against finite differences.
 """
 import numpy as np
 
+import tapeflow as tf
 from tapeflow.keras import layers
 
 from tests.layers.battery import LayerCase
@@ -30,6 +31,11 @@ def token_ids(shape, vocabulary):
     return build
 
 
+def _lambda_function(x, scale):
+    """The Lambda case's function: smooth, shape-changing, with a constant and an argument."""
+    return tf.reduce_sum(tf.tanh(x) * scale, axis=-1) + tf.constant([0.5, -1.0, 2.0], x.dtype)
+
+
 CASES = [
     # --- core ---
     LayerCase(layers.Dense, dict(units=3, activation="tanh"), (2, 4)),
@@ -44,6 +50,26 @@ CASES = [
     LayerCase(layers.LayerNormalization, {}, (2, 2, 3)),
     LayerCase(layers.Normalization, dict(mean=[0.5, -1.0, 2.0], variance=[2.0, 0.5, 1.0]),
               (3, 3)),
+    LayerCase(layers.Rescaling, dict(scale=[0.5, 2.0, -1.0], offset=0.25), (2, 3)),
+    LayerCase(layers.UnitNormalization, {}, (2, 2, 3)),
+    # --- activations (inputs standard normal: a kink is hit with probability 0) ---
+    LayerCase(layers.Identity, {}, (2, 3)),
+    LayerCase(layers.ReLU, {}, (2, 5)),
+    LayerCase(layers.ReLU, dict(max_value=0.8, negative_slope=0.1, threshold=0.2), (3, 5),
+              id="ReLU-options"),
+    LayerCase(layers.LeakyReLU, dict(negative_slope=0.2), (2, 5)),
+    LayerCase(layers.ELU, dict(alpha=0.7), (2, 5)),
+    LayerCase(layers.PReLU, dict(alpha_initializer="random_normal", shared_axes=[1]),
+              (2, 3, 4)),
+    LayerCase(layers.Softmax, dict(axis=1), (2, 3, 2)),
+    # --- attention (MultiHeadAttention takes (query, value): EXEMPT below) ---
+    LayerCase(layers.Attention, {}, [(2, 3, 4), (2, 5, 4)]),
+    # (use_scale and score_mode="concat" make scalar weights, which the battery's difference
+    # check cannot step: tests/layers/test_attention.py checks their gradients)
+    LayerCase(layers.Attention, {}, [(2, 3, 2), (2, 4, 3), (2, 4, 2)], id="Attention-key"),
+    # --- Lambda: saved as its traced graph ---
+    LayerCase(layers.Lambda, dict(function=_lambda_function, arguments={"scale": 0.5}),
+              (2, 3, 2)),
     # --- reshaping ---
     LayerCase(layers.Reshape, dict(target_shape=(3, -1)), (2, 2, 3)),
     LayerCase(layers.Permute, dict(dims=(2, 1)), (2, 3, 4)),
@@ -54,6 +80,12 @@ CASES = [
     LayerCase(layers.Conv2D, dict(filters=3, kernel_size=2, strides=(2, 1), padding="same",
                                   activation="tanh", bias_initializer="random_normal"),
               (2, 4, 3, 2)),
+    LayerCase(layers.Conv1DTranspose, dict(filters=2, kernel_size=3, strides=2, output_padding=1,
+                                           activation="tanh", bias_initializer="random_normal"),
+              (2, 3, 2)),
+    LayerCase(layers.Conv2DTranspose, dict(filters=2, kernel_size=(2, 3), strides=(2, 1),
+                                           padding="same", activation="tanh",
+                                           bias_initializer="random_normal"), (2, 3, 2, 2)),
     # --- pooling ---
     LayerCase(layers.MaxPooling1D, dict(pool_size=2), (2, 6, 2),
               input_builder=distinct((2, 6, 2))),
@@ -102,4 +134,6 @@ EXEMPT = {
                           "inside RNN (the RNN case) and SimpleRNN",
     layers.LSTMCell: "one step, called with (inputs, states): the RNN case runs it",
     layers.GRUCell: "one step, called with (inputs, states): the GRU cases run it",
+    layers.MultiHeadAttention: "called as mha(query, value), not on one input or a list: "
+                               "tests/layers/test_attention.py runs the same checks",
 }

@@ -6,11 +6,17 @@ from .merging import (  # noqa: F401
     concatenate, dot, maximum, minimum, multiply, subtract,
 )
 from .normalization import BatchNormalization, LayerNormalization  # noqa: F401
-from .preprocessing import Normalization  # noqa: F401
+from .preprocessing import Normalization, Rescaling, UnitNormalization  # noqa: F401
+from .activation import ELU, Identity, LeakyReLU, PReLU, ReLU, Softmax  # noqa: F401
+from .attention import Attention, MultiHeadAttention  # noqa: F401
+from .lambda_layer import Lambda  # noqa: F401
 from .reshaping import Permute, RepeatVector, Reshape  # noqa: F401
 from .embedding import Embedding, Masking  # noqa: F401
 from .recurrent import GRU, LSTM, RNN, Bidirectional, SimpleRNN  # noqa: F401
 from .recurrent_cells import GRUCell, LSTMCell, SimpleRNNCell  # noqa: F401
+from .convolutional import Conv1DTranspose, Conv2DTranspose  # noqa: F401
+from .convolutional import Conv1DTranspose as Convolution1DTranspose  # noqa: F401
+from .convolutional import Conv2DTranspose as Convolution2DTranspose  # noqa: F401
 from .convolutional import (  # noqa: F401
     AveragePooling1D, AveragePooling2D, Conv1D, Conv2D, GlobalAveragePooling1D,
     GlobalAveragePooling2D, GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D,
