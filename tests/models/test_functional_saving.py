@@ -161,3 +161,19 @@ def test_a_layer_called_with_several_tensor_arguments_round_trips(tmp_path):
     data = _data((2, 4, 6), (2, 3, 6))
     _same(tf.keras.models.load_model(path).predict(data, verbose=0),
           model.predict(data, verbose=0))
+
+
+def test_without_its_code_a_saved_functional_model_still_predicts_from_its_graph(tmp_path):
+    class Twice(L.Layer):  # not registered: load_model cannot rebuild it from the config
+        def call(self, x):
+            return x * 2.0
+    a, b = tf.keras.Input((3,), name="a"), tf.keras.Input((2,), name="b")
+    joined = L.Concatenate()([Twice()(a), b])
+    model = tf.keras.Model([a, b], {"out": L.Dense(1)(joined), "twice": Twice()(b)})
+    path = str(tmp_path / "code.keras")
+    model.save(path)
+    loaded = tf.keras.models.load_model(path)
+    assert type(loaded).__name__ == "SavedGraphModel" and "Twice" in loaded.load_reason
+    x = _data((4, 3), (4, 2))
+    got, want = loaded.predict(x), model.predict(x, verbose=0)
+    _same([got["out"], got["twice"]], [want["out"], want["twice"]])

@@ -196,6 +196,9 @@ class SavedGraphModel:
         return self._call(inputs)
 
     def predict(self, x, batch_size=None, verbose="auto", callbacks=None):
+        if isinstance(x, dict) or (isinstance(x, (list, tuple)) and x and
+                                   hasattr(x[0], "shape")):  # a functional model's inputs
+            return nest.map_structure(lambda t: t.numpy(), self(x))
         x = np.asarray(x.numpy() if isinstance(x, Tensor) else x)
         n = len(x)
         step = n if not batch_size else int(batch_size)
