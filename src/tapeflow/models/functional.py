@@ -336,7 +336,7 @@ def _pack_shapes(structure, it):  # shapes are tuples, which nest would take for
     return next(it)
 
 
-# --- calling ---------------------------------------------------------------------------------------
+# --- calling ----------------------------------------------------------------------------------
 def _plain_numbers(value):
     """A nested list of Python numbers: one input written out, not a list of inputs."""
     while isinstance(value, (list, tuple)) and value:
@@ -363,7 +363,7 @@ def _checked_value(x, spec, key, model_name):
     return x
 
 
-# --- from_config -----------------------------------------------------------------------------------
+# --- from_config ------------------------------------------------------------------------------
 _MISSING = object()  # a layer call's output that has not been made yet
 
 
