@@ -5,6 +5,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.layers.merging import Concatenate
+from tapeflow.models import data as data_module
 
 L = tf.keras.layers
 
@@ -122,3 +123,12 @@ def test_summary_shows_shapes_params_and_connections():
     assert row["cat"].split()[-2:] == ["shared[0][0],", "shared[1][0]"]
     assert "(None, 10)" in row["cat"]
     assert "Total params: 75" in text
+
+
+def test_lists_of_numbers_stay_one_array_and_lists_of_arrays_are_one_per_input():
+    model = tf.keras.Sequential([tf.keras.Input((1,)), L.Dense(1)])
+    model.compile("sgd", "mse")
+    model.fit([[1.0], [2.0], [3.0]], [np.float32(1), np.float32(2), np.float32(3)], verbose=0)
+    x, y, _ = data_module.as_arrays([np.ones((3, 2)), np.ones((3, 4))],
+                                  [np.zeros(3), np.zeros(3)])
+    assert [a.shape for a in x] == [(3, 2), (3, 4)] and [a.shape for a in y] == [(3,), (3,)]

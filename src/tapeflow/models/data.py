@@ -58,12 +58,13 @@ def as_arrays(x, y=None, sample_weight=None, dtype=np.float32, where="fit"):
 
 
 def is_structure(value):
-    """A list, tuple or dict of arrays (several inputs or outputs), not one array written as
-    nested lists of numbers."""
+    """A list, tuple or dict of arrays (several inputs or outputs, as Keras reads them), not one
+    array written as nested lists of numbers or a list of numpy scalars."""
     if isinstance(value, dict):
         return True
     return isinstance(value, (list, tuple)) and any(
-        isinstance(v, (dict, Tensor)) or backend.is_array(v) for v in value)
+        isinstance(v, (dict, Tensor)) or (backend.is_array(v) and np.ndim(v) > 0)
+        for v in value)
 
 
 def map_arrays(fn, value):
