@@ -129,7 +129,10 @@ def gauss_newton(problem, variables):
         examples, width = hessian.shape[0], hessian.shape[1]
         per_example = jac.reshape(examples, width, -1)
         gradient = jac.T @ dz.reshape(-1)
-        if width == 1 and np.all(hessian >= 0):
+        if width == 1 and hessian.size and np.all(hessian == hessian.flat[0]):
+            # one output per example and one curvature for all (mean squared error): h J^T J
+            matrix = float(hessian.flat[0]) * (jac.T @ jac)
+        elif width == 1 and np.all(hessian >= 0):
             # one output per example (regression, binary cross-entropy): (sqrt(h) J)^T (sqrt(h) J),
             # a symmetric product (BLAS syrk) at half the cost of a general one
             scaled = jac * np.sqrt(hessian.reshape(-1, 1))
@@ -272,7 +275,9 @@ def _jacobian_by_examples(outputs_fn, outputs_on, variables, n):
     the examples are not independent (the first chunk alone does not give the batch's
     outputs).  Per layer (``_jacobian_by_layers``) where every variable enters as a Dense
     layer's do; otherwise a chunk of examples at a time."""
-    z = outputs_fn()
+    with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
+        tape.watch(variables)  # recorded, for the per-layer path to read
+        z = outputs_fn()
     if not isinstance(z, Tensor) or z._value.ndim == 0:
         return None
     examples = int(z._value.shape[0])
@@ -283,9 +288,9 @@ def _jacobian_by_examples(outputs_fn, outputs_on, variables, n):
     whole = _host64(z._value).reshape(examples, -1)
     if not _independent(whole, outputs_on, chunk):
         return None
-    found = _jacobian_by_layers(outputs_fn, variables)
+    found = _jacobian_by_layers(tape, z, variables)
     if found is not None:
-        return found
+        return z, found
     parts = []
     for begin in range(0, examples, chunk):
         stop = min(begin + chunk, examples)
@@ -308,9 +313,10 @@ def _independent(whole, outputs_on, chunk):
         first, whole[:chunk], rtol=1e-4, atol=1e-5 * max(scale, 1.0))
 
 
-def _jacobian_by_layers(outputs_fn, variables):
-    """``(z, J)`` with every example's own gradient in one pass, O(examples x parameters), or
-    None unless every variable enters the outputs through exactly one op of these kinds:
+def _jacobian_by_layers(tape, z, variables):
+    """J of outputs ``z`` (recorded by persistent ``tape``) with every example's own gradient
+    in one pass, O(examples x parameters), or None unless every variable enters the outputs
+    through exactly one op of these kinds:
 
     * ``x @ W`` (``BatchMatMulV2``, no transposes) with ``x`` of shape (examples, ..., k):
       example i's rows of J for W are ``x_i (outer) s_i``, summed over the middle axes;
@@ -322,10 +328,6 @@ def _jacobian_by_layers(outputs_fn, variables):
     independent examples, which the caller has checked).  This is the per-example gradient
     of Goodfellow (2015) and BackPACK, read off the tape's own records: the Dense stacks of
     any depth and activation, where J by chunks of examples costs a chunk's width more."""
-    variables = list(variables)
-    with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
-        tape.watch(variables)
-        z = outputs_fn()
     examples = int(z._value.shape[0])
     uses = {v._id: [] for v in variables}
     for node in reachable_nodes(tape._id, [z._node], ordered=False):
@@ -359,7 +361,7 @@ def _jacobian_by_layers(outputs_fn, variables):
             blocks.append(np.einsum("ntk,rnth->nrkh", x, s).reshape(examples, width, size))
         else:
             blocks.append(s.sum(axis=2).transpose(1, 0, 2).reshape(examples, width, size))
-    return z, np.concatenate(blocks, axis=2).reshape(examples * width, -1)
+    return np.concatenate(blocks, axis=2).reshape(examples * width, -1)
 
 
 def _per_example_kind(node, k, examples):
