@@ -13,7 +13,7 @@ training MSE of 0.30, the time per step, and the targets of issue 8:
 
 ``lm>adam(r)`` is LM that hands over to Adam(r) after 3 stalled steps in a row
 (``LevenbergMarquardt(handover_after=3)``: the loss fell by less than 0.2% and the damping
-did not fall); each LM variant is checked against the targets.  ``--blas-threads 1`` runs
+did not halve); each LM variant is checked against the targets.  ``--blas-threads 1`` runs
 BLAS on one thread: on a loaded 2-core machine a multithreaded BLAS contends with the
 other processes (a (11610, 8) @ (8, 30) product took 24 ms threaded against 0.5 ms on one
 thread at load 6).

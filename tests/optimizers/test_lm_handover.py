@@ -8,20 +8,21 @@ import tapeflow as tf
 from tapeflow.optimizers.handover import Handover
 
 
-def test_a_step_is_stalled_when_the_loss_barely_fell_and_the_damping_did_not():
+def test_a_step_is_stalled_when_the_loss_barely_fell_and_the_damping_did_not_halve():
     owner = tf.optimizers.LevenbergMarquardt()
-    rule = Handover(owner, after=2, learning_rate=1e-2, tolerance=1e-3)
+    rule = Handover(owner, after=3, learning_rate=1e-2, tolerance=1e-3)
     counts = []
     for loss, new_loss, damping, new_damping in [
             (1.0, 0.9999, 1.0, 1.0),   # no progress, damping kept: stalled
             (1.0, 0.9, 1.0, 2.0),      # progress: the count starts over
             (1.0, None, 1.0, 4.0),     # rejected, damping up: stalled
-            (1.0, 0.9999, 1.0, 0.5),   # the damping fell: not stalled
+            (1.0, 0.9999, 1.0, 0.4),   # the damping fell below half: not stalled
+            (1.0, 0.9999, 1.0, 0.6),   # stalled: the damping fell, by less than half
             (1.0, 0.9995, 1.0, 3.0)]:  # stalled
         assert not rule.record(loss, new_loss, damping, new_damping)
         counts.append(rule.stalled_steps)
-    assert counts == [1, 0, 1, 0, 1] and not rule.done
-    assert rule.record(1.0, float("nan"), 1.0, 2.0)  # a non-finite trial is no progress: 2 in a row
+    assert counts == [1, 0, 1, 0, 1, 2] and not rule.done
+    assert rule.record(1.0, float("nan"), 1.0, 2.0)  # a non-finite trial is no progress: 3 in a row
     assert rule.done
 
 
