@@ -36,7 +36,7 @@ def conv_transpose_reference(x, kernel, strides, dilations, out_spatial, pad_bef
     return out
 
 
-# --- the ops ---------------------------------------------------------------------------------------
+# --- the ops --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("strides,dilations,padding", list(itertools.product(
     [(1, 1), (2, 3)], [(1, 1), (2, 1)], ["VALID", "SAME"])))
 def test_conv2d_transpose_is_the_scatter_add(strides, dilations, padding):
@@ -92,16 +92,17 @@ def test_op_errors_name_the_problem():
         tf.nn.conv1d_transpose(x, w, [2, 6, 5], 2, "SAME")
 
 
-# --- the layers ------------------------------------------------------------------------------------
+# --- the layers -----------------------------------------------------------------------------------
 # (kernel, strides, padding, output_padding, dilation) -> Keras's output size for an input of 5
-KERAS_SIZES = [(3, 2, "same", None, 1, 10), (3, 2, "valid", None, 1, 11), (2, 2, "valid", None, 1, 10),
-               (1, 3, "valid", None, 1, 15), (3, 1, "valid", None, 2, 9), (3, 1, "same", None, 2, 5),
+KERAS_SIZES = [(3, 2, "same", None, 1, 10), (3, 2, "valid", None, 1, 11),
+               (2, 2, "valid", None, 1, 10), (1, 3, "valid", None, 1, 15),
+               (3, 1, "valid", None, 2, 9), (3, 1, "same", None, 2, 5),
                (3, 2, "valid", 1, 1, 12), (3, 3, "same", 2, 1, 15), (4, 3, "valid", 0, 1, 16)]
 
 
 @pytest.mark.parametrize("k,s,padding,output_padding,d,size", KERAS_SIZES)
-def test_conv2d_transpose_layer_is_the_scatter_add_with_keras_sizes(k, s, padding, output_padding,
-                                                                    d, size):
+def test_conv2d_transpose_layer_is_the_scatter_add_with_keras_sizes(k, s, padding,
+                                                                    output_padding, d, size):
     rng = _rng(4)
     layer = layers.Conv2DTranspose(3, (k, 3), strides=(s, 1), padding=padding, dtype="float64",
                                    output_padding=None if output_padding is None else

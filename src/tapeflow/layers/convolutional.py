@@ -23,8 +23,8 @@ from ..serialization import serialize
 from .base import Layer, _unique_name
 
 __all__ = ["Conv1D", "Conv2D", "Conv1DTranspose", "Conv2DTranspose", "MaxPooling1D",
-           "MaxPooling2D", "AveragePooling1D", "AveragePooling2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
-           "GlobalMaxPooling1D", "GlobalMaxPooling2D"]
+           "MaxPooling2D", "AveragePooling1D", "AveragePooling2D", "GlobalAveragePooling1D",
+           "GlobalAveragePooling2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D"]
 
 
 def _tuple(value, rank, what):

@@ -112,5 +112,3 @@ def check_output(hw, opname, in_hw, kernel):
     if min(hw) < 1:
         raise ValueError(f"{opname}: the window {list(kernel)} does not fit the input "
                          f"{list(in_hw)} with this padding (the output would be empty)")
-
-
