@@ -20,6 +20,13 @@ class Dense(Layer):
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, **kwargs):
+        if kwargs.get("input_dim") is not None:  # Keras 2's Dense(30, input_dim=8)
+            input_dim = kwargs.pop("input_dim")
+            if kwargs.get("input_shape") not in (None, (input_dim,), [input_dim]):
+                raise ValueError(f"Dense: input_dim={input_dim!r} and input_shape="
+                                 f"{kwargs['input_shape']!r} disagree; give one of them")
+            kwargs["input_shape"] = (input_dim,)
+        kwargs.pop("input_dim", None)
         super().__init__(**kwargs)
         if not isinstance(units, (int, np.integer)) or isinstance(units, bool) or units <= 0:
             raise ValueError(f"Dense units must be a positive integer, got {units!r}")

@@ -330,8 +330,9 @@ class Model(Layer):
             validation_batch_size=None, validation_freq=1):
         """Train for ``epochs`` epochs; returns a History (also ``model.history``).
 
-        ``x`` is arrays (with ``y``), or a ``tf.data.Dataset`` of batches
-        (``models.feeds``).  ``validation_split`` holds out the last fraction of the
+        ``x`` is arrays (with ``y``), or a ``tf.data.Dataset``, a ``PyDataset`` or a Python
+        generator of batches (``models.feeds``; a generator is read once, so several epochs
+        need ``steps_per_epoch`` and one that loops).  ``validation_split`` holds out the last fraction of the
         samples (before shuffling), as Keras does.  ``class_weight`` (``{class index:
         weight}``) weights each training sample by its label's class, times its
         ``sample_weight`` (``data.class_sample_weight``); validation data are not
@@ -340,10 +341,12 @@ class Model(Layer):
         self._require_compiled("fit")
         epochs = _count(epochs, "epochs", "fit")
         validation_freq = _count(validation_freq, "validation_freq", "fit", minimum=1)
-        if feeds.is_dataset(x):
+        if feeds.is_batch_source(x):
             _refuse_with_dataset("fit", y=y, sample_weight=sample_weight, batch_size=batch_size,
                                  validation_split=validation_split or None)
-            feed = feeds.DatasetFeed(x, self.dtype, "fit", steps_per_epoch, class_weight)
+            feeds.check_rereadable(x, steps_per_epoch, epochs - initial_epoch, "fit", "x",
+                                   "steps_per_epoch")
+            feed = feeds.batch_source_feed(x, self.dtype, "fit", steps_per_epoch, class_weight)
             batch_size = None
         else:
             x, y, sample_weight = data_module.as_arrays(x, y, sample_weight, self.dtype, "fit")
@@ -355,10 +358,15 @@ class Model(Layer):
                 sample_weight = data_module.class_sample_weight(y, sample_weight, class_weight,
                                                                 self.dtype)
             feed = feeds.ArrayFeed(x, y, sample_weight, batch_size)
-        if validation_data is not None and not feeds.is_dataset(validation_data):
+        if feeds.is_batch_source(validation_data):
+            feeds.check_rereadable(validation_data, validation_steps, sum(
+                (e + 1) % validation_freq == 0 for e in range(initial_epoch, epochs)), "fit",
+                "validation_data", "validation_steps")
+        elif validation_data is not None:
             if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
                 raise ValueError("fit: validation_data must be a tuple (x_val, y_val), "
-                                 "(x_val, y_val, sample_weight_val) or a tf.data.Dataset")
+                                 "(x_val, y_val, sample_weight_val), a tf.data.Dataset, a "
+                                 "PyDataset or a generator")
             validation_data = data_module.as_arrays(*_unpack(validation_data), self.dtype,
                                                     "fit(validation_data)")
         steps = feed.steps
@@ -375,7 +383,11 @@ class Model(Layer):
              "samples": feed.samples, "do_validation": validation_data is not None})
         self.stop_training = False
         train_function = self.make_train_function()
+        self._initial_epoch = None
+        _build_for_restore(self, user_callbacks, feed)
         cbs.on_train_begin()
+        if self._initial_epoch is not None:  # BackupAndRestore restored a run: it goes on
+            initial_epoch = self._initial_epoch
         epoch_logs = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
@@ -383,8 +395,7 @@ class Model(Layer):
             logs = {}
             # each epoch's order drawn from the random state as the epoch starts, so that a run
             # resumed at an epoch with that state restored sees the same order
-            rng = np.random.default_rng(_shuffle_seed()) \
-                if shuffle and isinstance(feed, feeds.ArrayFeed) else None
+            rng = np.random.default_rng(_shuffle_seed()) if shuffle and feed.shuffles else None
             for step, batch in enumerate(feed.epoch(rng)):
                 cbs.on_train_batch_begin(step)
                 self._build_on(batch)
@@ -393,9 +404,10 @@ class Model(Layer):
                     cbs.on_train_batch_end(step, _floats(logs))
                 if self.stop_training:
                     break
+            feed.end_epoch()
             epoch_logs = _floats(logs)
             if validation_data is not None and (epoch + 1) % validation_freq == 0:
-                if feeds.is_dataset(validation_data):
+                if feeds.is_batch_source(validation_data):
                     val = self.evaluate(validation_data, steps=validation_steps, verbose=0,
                                         return_dict=True)
                 else:
@@ -423,11 +435,7 @@ class Model(Layer):
         for batch in feed.epoch():
             self._build_on(batch)
             logs = test_function(batch)
-        logs = _floats(logs)
-        if return_dict:
-            return logs
-        values = list(logs.values())
-        return values[0] if len(values) == 1 else values
+        return _as_returned(logs, return_dict)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """Outputs for ``x`` (arrays, or a ``tf.data.Dataset`` whose elements' first part is
@@ -445,10 +453,42 @@ class Model(Layer):
         return nest.pack_sequence_as(outputs[0], [concat(list(parts), axis=0).numpy()
                                                   for parts in zip(*flat)])
 
+    # --- one batch (Keras's *_on_batch), with fit's traced step functions ------------------------
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+        """One training step on the batch ``x``; the metrics' values as ``evaluate`` returns them.
+        As in Keras 3, the metrics go on accumulating over calls until ``reset_metrics()``."""
+        self._require_compiled("train_on_batch")
+        batch = self._one_batch(x, y, sample_weight, class_weight, "train_on_batch")
+        return _as_returned(self.make_train_function()(batch), return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        """The loss and metrics on the batch ``x``, in inference mode (accumulating, as
+        ``train_on_batch``)."""
+        self._require_compiled("test_on_batch")
+        batch = self._one_batch(x, y, sample_weight, None, "test_on_batch")
+        return _as_returned(self.make_test_function()(batch), return_dict)
+
+    def predict_on_batch(self, x):
+        """The model's outputs for the batch ``x``, as numpy arrays."""
+        batch = self._one_batch(x, None, None, None, "predict_on_batch")
+        return nest.map_structure(lambda t: t.numpy(), self.make_predict_function()(batch))
+
+    def _one_batch(self, x, y, sample_weight, class_weight, where):
+        x, y, sample_weight = data_module.as_arrays(x, y, sample_weight, self.dtype, where)
+        if class_weight is not None:
+            sample_weight = data_module.class_sample_weight(y, sample_weight, class_weight,
+                                                            self.dtype, where)
+        n = data_module.num_samples(x)
+        if n == 0:
+            raise ValueError(f"{where}: x has no samples")
+        batch = next(data_module.batches(x, y, sample_weight, n))
+        self._build_on(batch)
+        return batch
+
     def _feed(self, x, y, sample_weight, batch_size, steps, where):
-        if feeds.is_dataset(x):
+        if feeds.is_batch_source(x):
             _refuse_with_dataset(where, y=y, sample_weight=sample_weight, batch_size=batch_size)
-            return feeds.DatasetFeed(x, self.dtype, where, steps)
+            return feeds.batch_source_feed(x, self.dtype, where, steps)
         x, y, sample_weight = data_module.as_arrays(x, y, sample_weight, self.dtype, where)
         return feeds.ArrayFeed(x, y, sample_weight, _batch_size(batch_size, where))
 
@@ -457,6 +497,13 @@ class Model(Layer):
             raise RuntimeError(f"You must call compile() on model '{self.name}' before {what}()")
 
     # --- inspection and weights ----------------------------------------------------------------
+    def build(self, input_shape):
+        """A subclassed model's layers build as its ``call`` first runs; the input's shape is
+        kept, so that ``summary()`` can show its layers' output shapes."""
+        self._build_input_shape = tuple(input_shape) if isinstance(input_shape, (tuple, list)) \
+            else input_shape
+        self.built = True
+
     def summary(self, print_fn=None):
         from .summary import summary_lines
         for line in summary_lines(self):
@@ -511,11 +558,21 @@ class Model(Layer):
 
 
 def _refuse_with_dataset(where, **given):
-    """Arguments a Dataset replaces (it yields its own batches, labels and weights)."""
+    """Arguments a Dataset, PyDataset or generator replaces (it yields its own batches, labels
+    and weights)."""
     extra = [name for name, value in given.items() if value is not None]
     if extra:
-        raise ValueError(f"{where}: x is a tf.data.Dataset, which yields its own batches of "
-                         f"(x, y[, sample_weight]); do not also pass {', '.join(extra)}")
+        raise ValueError(f"{where}: x is a tf.data.Dataset, PyDataset or generator, which "
+                         f"yields its own batches of (x, y[, sample_weight]); do not also pass "
+                         f"{', '.join(extra)}")
+
+
+def _build_for_restore(model, callbacks, feed):
+    """Build an unbuilt model on the first batch when a callback has state to load into it
+    (BackupAndRestore, which then restores the random state too, so the draws made here do
+    not matter)."""
+    if not model.built and any(getattr(cb, "needs_built_model", False) for cb in callbacks):
+        model._build_on(feed.first_batch())
 
 
 def _as_loss(identifier):
@@ -637,6 +694,16 @@ def _batch_length(x, y_pred):
                 return metrics_module.batch_size_tensor(t)
             return int(shape[0])
     return 1
+
+
+def _as_returned(logs, return_dict):
+    """evaluate's (and the *_on_batch methods') result: the logs as floats, a dict with
+    ``return_dict``, else a list in ``metrics_names`` order (one float when there is one)."""
+    logs = _floats(logs)
+    if return_dict:
+        return logs
+    values = list(logs.values())
+    return values[0] if len(values) == 1 else values
 
 
 def _floats(logs):
