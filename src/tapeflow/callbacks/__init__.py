@@ -5,11 +5,12 @@ callbacks that watch a logged quantity (``monitored``), those that record or rea
 to the logs (``recorders``), the learning-rate schedule (``schedule``) and the
 interrupted-run backup (``backup``).
 """
+from .backup import BackupAndRestore
 from .base import Callback, CallbackList, History, ProgbarLogger
 from .monitored import EarlyStopping, ModelCheckpoint, ReduceLROnPlateau
-from .recorders import CSVLogger, TerminateOnNaN
+from .recorders import CSVLogger, LambdaCallback, TensorBoard, TerminateOnNaN
 from .schedule import LearningRateScheduler
 
 __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "EarlyStopping",
            "ModelCheckpoint", "TerminateOnNaN", "CSVLogger", "LearningRateScheduler",
-           "ReduceLROnPlateau"]
+           "ReduceLROnPlateau", "LambdaCallback", "BackupAndRestore", "TensorBoard"]

@@ -22,8 +22,15 @@ class Callback:
     def on_train_end(self, logs=None): pass
     def on_epoch_begin(self, epoch, logs=None): pass
     def on_epoch_end(self, epoch, logs=None): pass
-    def on_train_batch_begin(self, batch, logs=None): pass
-    def on_train_batch_end(self, batch, logs=None): pass
+    def on_batch_begin(self, batch, logs=None): pass  # Keras 2's name for on_train_batch_begin
+    def on_batch_end(self, batch, logs=None): pass
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.on_batch_begin(batch, logs)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.on_batch_end(batch, logs)
+
     def on_test_begin(self, logs=None): pass
     def on_test_end(self, logs=None): pass
     def on_test_batch_begin(self, batch, logs=None): pass
@@ -44,17 +51,21 @@ class CallbackList:
             cb.set_params(params)
         # per-batch hooks cost time: call them only on callbacks that override them
         self._batch_end = [cb for cb in self.callbacks
-                           if type(cb).on_train_batch_end is not Callback.on_train_batch_end]
+                           if _overrides(cb, "on_train_batch_end", "on_batch_end")]
         self._batch_begin = [cb for cb in self.callbacks
-                             if type(cb).on_train_batch_begin is not Callback.on_train_batch_begin]
+                             if _overrides(cb, "on_train_batch_begin", "on_batch_begin")]
 
     def __getattr__(self, hook):
         if not hook.startswith("on_"):
             raise AttributeError(hook)
+        # (epoch or batch, logs) or (logs), logs always passed, as Keras passes them: a
+        # LambdaCallback's on_train_begin=lambda logs: ... needs its argument
+        takes = 2 if "epoch" in hook or "batch" in hook else 1
 
-        def call(*args, **kwargs):
+        def call(*args, logs=None):
+            args = args + (logs,) if len(args) < takes else args
             for cb in self.callbacks:
-                getattr(cb, hook)(*args, **kwargs)
+                getattr(cb, hook)(*args)
         return call
 
     def on_train_batch_begin(self, batch, logs=None):
@@ -68,6 +79,16 @@ class CallbackList:
     @property
     def wants_batch_logs(self):
         return bool(self._batch_end)
+
+
+def _overrides(callback, *hooks):
+    """Whether ``callback`` has its own version of any of ``hooks`` (in its class, or set on the
+    instance as LambdaCallback does)."""
+    for hook in hooks:
+        method = getattr(callback, hook)
+        if getattr(method, "__func__", method) is not getattr(Callback, hook):
+            return True
+    return False
 
 
 class History(Callback):

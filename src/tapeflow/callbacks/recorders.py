@@ -6,7 +6,9 @@ import os
 
 from .base import Callback
 
-__all__ = ["TerminateOnNaN", "CSVLogger"]
+_HOOKS = tuple(name for name in vars(Callback) if name.startswith("on_"))
+
+__all__ = ["TerminateOnNaN", "CSVLogger", "LambdaCallback", "TensorBoard"]
 
 
 class TerminateOnNaN(Callback):
@@ -52,3 +54,44 @@ class CSVLogger(Callback):
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+class LambdaCallback(Callback):
+    """A callback made of functions, as Keras's: ``on_epoch_begin(epoch, logs)``,
+    ``on_epoch_end(epoch, logs)``, ``on_train_begin(logs)``, ``on_train_end(logs)``,
+    ``on_train_batch_begin(batch, logs)`` / ``on_train_batch_end(batch, logs)`` (Keras 2's
+    ``on_batch_begin`` / ``on_batch_end`` too), and any other hook by its name."""
+
+    def __init__(self, on_epoch_begin=None, on_epoch_end=None, on_train_begin=None,
+                 on_train_end=None, on_train_batch_begin=None, on_train_batch_end=None,
+                 **kwargs):
+        super().__init__()
+        unknown = sorted(set(kwargs) - set(_HOOKS))
+        if unknown:
+            raise TypeError(f"LambdaCallback got {unknown}, which are not callback hooks; "
+                            f"the hooks are {list(_HOOKS)}")
+        given = dict(kwargs, on_epoch_begin=on_epoch_begin, on_epoch_end=on_epoch_end,
+                     on_train_begin=on_train_begin, on_train_end=on_train_end,
+                     on_train_batch_begin=on_train_batch_begin,
+                     on_train_batch_end=on_train_batch_end)
+        for hook, fn in given.items():
+            if fn is None:
+                continue
+            if not callable(fn):
+                raise TypeError(f"LambdaCallback: {hook} must be a function, got "
+                                f"{type(fn).__name__}")
+            setattr(self, hook, fn)  # the instance's function replaces the no-op method
+
+
+class TensorBoard(Callback):
+    """Refused: writing TensorBoard's event files takes TensorFlow or tensorboardX (which
+    needs protobuf), and tapeflow depends on neither.  ``History``, ``CSVLogger`` and
+    ``LambdaCallback`` record the same numbers."""
+
+    def __init__(self, log_dir="logs", *args, **kwargs):
+        raise NotImplementedError(
+            "TensorBoard is not supported by tapeflow: writing its event files needs "
+            "TensorFlow or tensorboardX, which tapeflow does not depend on. Use "
+            "tf.keras.callbacks.CSVLogger('log.csv') or the History that fit returns "
+            "(history.history['loss']), or a LambdaCallback(on_epoch_end=...) that sends the "
+            "logs to a writer of your choice (e.g. tensorboardX.SummaryWriter.add_scalar).")
