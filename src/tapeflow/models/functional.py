@@ -100,10 +100,17 @@ class Functional(Model):
         def value_of(x):
             return values[id(x)] if isinstance(x, KerasTensor) else x
         for node in self._nodes:
-            args = nest.map_structure(value_of, node.args)
-            kwargs = {k: nest.map_structure(value_of, v) for k, v in node.kwargs.items()}
-            kwargs.setdefault("training", training)
-            flat = nest.flatten(node.layer(*args, **kwargs))
+            if node.kwargs or len(node.args) != 1 or node.args[0].__class__ is not KerasTensor:
+                args = nest.map_structure(value_of, node.args)
+                kwargs = {k: nest.map_structure(value_of, v) for k, v in node.kwargs.items()}
+                kwargs.setdefault("training", training)
+                outputs = node.layer(*args, **kwargs)
+            else:  # the common call: one tensor in
+                outputs = node.layer(values[id(node.args[0])], training=training)
+            if outputs.__class__ is Tensor and len(node.output_tensors) == 1:
+                values[id(node.output_tensors[0])] = outputs  # the common result: one tensor
+                continue
+            flat = nest.flatten(outputs)
             if len(flat) != len(node.output_tensors):
                 raise ValueError(f"{node.layer.name} returned {len(flat)} tensor(s) here but "
                                  f"{len(node.output_tensors)} when the model was made")
@@ -346,16 +353,17 @@ def _plain_numbers(value):
 
 def _checked_value(x, spec, key, model_name):
     """``x`` as a tensor of the Input's dtype (floats cast), refused when its shape does not fit."""
-    want = np.dtype(spec.dtype.name)
+    want = spec.dtype._np
     if not isinstance(x, Tensor):
         try:
             x = convert_to_tensor(x, dtype_hint=want)
         except (TypeError, ValueError) as e:
             raise TypeError(f"Model '{model_name}': input '{key}' is not a tensor or array "
                             f"({e})") from None
-    if x.dtype.name != want.name and np.dtype(x.dtype.name).kind == "f" and want.kind == "f":
+    have = x._value.dtype  # an array's, or a traced tensor's abstract value's
+    if have != want and have.kind == "f" and want.kind == "f":
         x = cast(x, want)
-    shape = tuple(x.shape)
+    shape = tuple(x._value.shape)
     if len(shape) != len(spec.shape) or any(
             s is not None and d is not None and s != d for s, d in zip(spec.shape, shape)):
         raise ValueError(f"Model '{model_name}': input '{key}' expects shape "
