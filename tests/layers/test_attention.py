@@ -154,6 +154,14 @@ def test_attention_masks_and_causal():
     assert np.array_equal(out._keras_mask, q_mask)  # the query's mask is the output's
 
 
+def test_attention_scores_carry_no_mask_and_the_output_keeps_the_whole_query_mask():
+    q, v = data((2, 4, 3), (2, 4, 3))
+    q_mask = np.array([[True, True, True, False], [True, False, True, True]])
+    out, scores = layers.Attention()([q, v], mask=[q_mask, None], return_attention_scores=True)
+    assert np.array_equal(out._keras_mask, q_mask)  # not one row of it per output
+    assert getattr(scores, "_keras_mask", None) is None
+
+
 def test_attention_dropout_only_in_training():
     q, v = data((2, 3, 4), (2, 6, 4))
     layer = layers.Attention(dropout=0.5, seed=3)

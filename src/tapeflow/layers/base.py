@@ -279,7 +279,13 @@ def _with_mask(layer, inputs, outputs, mask):
     masks = layer.compute_mask(inputs, mask)
     if masks is None:
         return outputs
-    pairs = zip(outputs, masks) if isinstance(outputs, (list, tuple)) else ((outputs, masks),)
+    several = isinstance(outputs, (list, tuple))
+    if isinstance(masks, (list, tuple)):
+        pairs = zip(outputs if several else (outputs,), masks)
+    elif several:  # one mask for several outputs is the first's (Attention's scores have none)
+        pairs = ((outputs[0], masks),) if outputs else ()
+    else:
+        pairs = ((outputs, masks),)
     for tensor, m in pairs:
         if m is not None and isinstance(tensor, Tensor) and \
                 getattr(tensor, "_keras_mask", None) is None:
