@@ -21,6 +21,7 @@ from .core.context import init_scope  # noqa: F401
 from .tracing import TensorSpec, TraceError, function  # noqa: F401
 from .tracing.control_flow import cond, map_fn, while_loop  # noqa: F401
 from . import config  # noqa: F401
+from . import distribute  # noqa: F401  (MPIStrategy; mpi4py imported only when one is made)
 from . import data  # noqa: F401
 from .module import Module  # noqa: F401
 from .saving import saved_model  # noqa: F401

@@ -23,6 +23,7 @@ import numbers
 import numpy as np
 
 from .. import callbacks as callbacks_module
+from ..distribute import training as distribute_training
 from .. import losses as losses_module
 from .. import metrics as metrics_module
 from .. import optimizers as optimizers_module
@@ -125,6 +126,7 @@ class Model(Layer):
             input_gradient = InputGradient(float(input_gradient))
         self.input_gradient = input_gradient
         self.run_eagerly = bool(run_eagerly)
+        self._distribute_strategy = distribute_training.current_strategy()  # MPIStrategy.scope()
         self.train_function = self.test_function = self.predict_function = None  # traced anew
         self.compiled = True
 
@@ -213,6 +215,7 @@ class Model(Layer):
             with GradientTape() as tape:
                 loss, y_pred = self._loss_and_prediction(x, y, sample_weight)
             grads = tape.gradient(loss, variables)
+            grads = distribute_training.reduce_gradients(self, grads)  # no-op on one process
             self.optimizer.apply_gradients(zip(grads, variables))
         return self.compute_metrics(x, y, y_pred, sample_weight, loss)
 
@@ -291,7 +294,7 @@ class Model(Layer):
     # traced again once the signature has been relaxed.)
     def make_train_function(self):
         """``train_step``, traced unless the model runs eagerly (Keras's method)."""
-        return self._step_function("train")
+        return distribute_training.train_function(self, self._step_function("train"))
 
     def make_test_function(self):
         return self._step_function("test")
@@ -372,6 +375,7 @@ class Model(Layer):
         steps = feed.steps
         verbose = _verbosity(verbose)
         history = callbacks_module.History()
+        callbacks, verbose = distribute_training.fit_callbacks(self, callbacks, verbose)
         user_callbacks = list(callbacks or [])
         progbar = [] if not verbose or any(isinstance(cb, callbacks_module.ProgbarLogger)
                                            for cb in user_callbacks) \

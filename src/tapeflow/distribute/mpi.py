@@ -1,0 +1,78 @@
+"""The MPI communicator data-parallel training runs on (mpi4py), and what a rank does on error.
+
+mpi4py is imported only when a communicator is made, so ``import tapeflow`` works without it;
+without it, the error says how to install it.  Gradients, metrics and weights travel as one flat
+numpy buffer per call (ChainerMN's scheme: one collective per step, not one per variable).
+"""
+import sys
+
+import numpy as np
+
+from .. import backend
+
+__all__ = ["INSTALL_HINT", "Communicator", "host_array", "import_mpi"]
+
+INSTALL_HINT = "pip install 'tapeflow[distributed]'"
+
+
+def import_mpi():
+    """mpi4py's ``MPI`` module, or an ImportError saying how to install it."""
+    try:
+        from mpi4py import MPI
+    except ImportError as error:
+        raise ImportError(
+            f"tf.distribute.MPIStrategy needs mpi4py and an MPI library, which are not "
+            f"installed: {INSTALL_HINT} (mpi4py and the MPICH wheel), then launch with "
+            f"mpiexec -n N python your_script.py") from error
+    return MPI
+
+
+class Communicator:
+    """A thin wrapper of an mpi4py communicator (``COMM_WORLD`` unless one is given)."""
+
+    def __init__(self, comm=None):
+        self._mpi = import_mpi()
+        self.comm = comm if comm is not None else self._mpi.COMM_WORLD
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+
+    def sum_in_place(self, buffer):
+        """Sum a contiguous numpy buffer over the ranks, in place (one ``Allreduce``)."""
+        if self.size > 1:
+            self.comm.Allreduce(self._mpi.IN_PLACE, buffer, op=self._mpi.SUM)
+        return buffer
+
+    def broadcast_buffer(self, buffer, root=0):
+        """Overwrite a contiguous numpy buffer on every rank with ``root``'s (one ``Bcast``)."""
+        if self.size > 1:
+            self.comm.Bcast(buffer, root=root)
+        return buffer
+
+    def broadcast_object(self, value, root=0):
+        return self.comm.bcast(value, root=root) if self.size > 1 else value
+
+    def abort_on_error(self):
+        """Make an uncaught exception on this rank abort every rank, with a message naming it.
+
+        Without this a rank that raises leaves the others waiting forever in their next
+        collective; ``MPI_Abort`` ends them all (mpiexec exits nonzero).
+        """
+        if self.size < 2 or getattr(sys.excepthook, "_tapeflow_rank", None) is not None:
+            return
+        previous = sys.excepthook
+        comm, rank, size = self.comm, self.rank, self.size
+
+        def abort_all_ranks(kind, value, traceback):
+            previous(kind, value, traceback)
+            sys.stderr.write(f"tapeflow.distribute: rank {rank} of {size} raised "
+                             f"{kind.__name__}; aborting all ranks\n")
+            sys.stderr.flush()
+            comm.Abort(1)
+        abort_all_ranks._tapeflow_rank = rank
+        sys.excepthook = abort_all_ranks
+
+
+def host_array(value):
+    """A numpy array of a tensor, variable or array (device arrays copied to the host)."""
+    value = value.numpy() if hasattr(value, "numpy") else value
+    return np.asarray(backend.to_host(value))

@@ -1,0 +1,123 @@
+"""What ``Model.fit`` does differently under an ``MPIStrategy``: the hooks the model calls.
+
+- ``fit_callbacks`` (fit's start): rank 0's random state goes to every rank, so all draw the
+  same shuffles; ranks other than 0 print nothing and drop the callbacks that write files.
+- ``train_function``: each global batch is cut into one contiguous shard per rank; the step runs
+  eagerly (the all-reduce is an MPI call, not a graph op); the metrics' state is summed so that
+  every rank logs the global batch's values.  The first step broadcasts rank 0's weights.
+- ``reduce_gradients`` (inside ``train_step``): each rank's gradient of the mean loss over its
+  shard, weighted by its shard's size, summed in one Allreduce, divided by the global batch
+  size: the gradient of the mean loss over the global batch, whatever the number of ranks.
+"""
+import numpy as np
+
+from .. import callbacks as callbacks_module
+from ..models import data as data_module
+from .mpi import host_array
+from .strategy import current_strategy
+
+__all__ = ["current_strategy", "fit_callbacks", "reduce_gradients", "strategy_of",
+           "train_function"]
+
+# Callbacks that write files: rank 0's alone, so that N ranks don't write the same file at once.
+_WRITERS = (callbacks_module.ModelCheckpoint, callbacks_module.CSVLogger,
+            callbacks_module.TensorBoard, callbacks_module.ProgbarLogger)
+
+
+def strategy_of(model):
+    """The strategy ``model`` was compiled under, else the one whose scope is open, else None."""
+    return getattr(model, "_distribute_strategy", None) or current_strategy()
+
+
+def fit_callbacks(model, callbacks, verbose):
+    """``(callbacks, verbose)`` for this rank's ``fit``."""
+    strategy = strategy_of(model)
+    if strategy is None:
+        return callbacks, verbose
+    strategy.sync_random_state()
+    if strategy.rank == 0:
+        return callbacks, verbose
+    return [cb for cb in callbacks or [] if not isinstance(cb, _WRITERS)], 0
+
+
+def train_function(model, step):
+    """``step`` (fit's train function), or the data-parallel step under a strategy."""
+    strategy = strategy_of(model)
+    if strategy is None:
+        return step
+    if getattr(model.optimizer, "needs_loss_fn", False):
+        raise ValueError(f"MPIStrategy: {type(model.optimizer).__name__} evaluates the loss "
+                         f"itself and cannot train data-parallel; use a first-order optimizer")
+    return _ReplicaStep(strategy, model)
+
+
+def reduce_gradients(model, grads):
+    """The gradients of the global batch's mean loss, on every rank (unchanged without a
+    strategy).  Outside fit (``train_on_batch``) every rank's batch counts the same."""
+    strategy = strategy_of(model)
+    if strategy is None:
+        return grads
+    local, total = getattr(strategy, "_shard_sizes", None) or (1, strategy.num_replicas_in_sync)
+    return strategy._packed_sum(grads, before=float(local), after=1.0 / total)
+
+
+class _ReplicaStep:
+    """fit's train function on one rank: its shard of each global batch, then the sums."""
+
+    def __init__(self, strategy, model):
+        self.strategy, self.model = strategy, model
+        self.weights_shared = False
+
+    def __call__(self, batch):
+        strategy, model = self.strategy, self.model
+        if not self.weights_shared:  # fit built the model on the first batch just before
+            strategy.broadcast_variables(model.weights)
+            self.weights_shared = True
+        total = _batch_length(batch)
+        size, rank = strategy.num_replicas_in_sync, strategy.rank
+        lo, hi = rank * total // size, (rank + 1) * total // size
+        # A batch shorter than the number of ranks leaves some ranks no rows: they run the step
+        # on one row weighted 0 (so they join the Allreduce) and keep no metric update from it.
+        shard = _rows(batch, *((lo, hi) if hi > lo else (0, 1)))
+        before = [_host(v) for v in _metric_variables(model)]
+        strategy._shard_sizes = (hi - lo, total)
+        try:
+            local_logs = model.train_step(shard)
+        finally:
+            strategy._shard_sizes = None
+        return _global_logs(strategy, model, local_logs, before, keep_update=hi > lo)
+
+
+def _global_logs(strategy, model, local_logs, before, keep_update):
+    """Sum every rank's metric update into the metrics (one Allreduce); the logs they give."""
+    variables = _metric_variables(model)
+    if not variables:
+        return local_logs
+    deltas = [_host(v) - b if keep_update else np.zeros_like(b)
+              for v, b in zip(variables, before)]
+    summed = strategy._packed_sum(deltas, before=1.0, after=1.0)
+    for v, b, d in zip(variables, before, summed):
+        v.assign(b + d.numpy())
+    by_name = {m.name: m for m in model.metrics}
+    by_name.update(dict(model._named_metrics()))
+    return {k: by_name[k].result() if k in by_name else v for k, v in local_logs.items()}
+
+
+def _metric_variables(model):
+    return [v for m in model.metrics for v in m.variables]
+
+
+def _host(variable):
+    return host_array(variable)
+
+
+def _batch_length(batch):
+    x = batch[0] if isinstance(batch, (tuple, list)) else batch
+    return data_module.num_samples(x)
+
+
+def _rows(batch, start, stop):
+    """Rows ``start:stop`` of every array in ``batch`` ((x, y, weights) or x alone)."""
+    def cut(part):
+        return None if part is None else data_module.map_arrays(lambda a: a[start:stop], part)
+    return tuple(cut(p) for p in batch) if isinstance(batch, tuple) else cut(batch)

@@ -1,0 +1,103 @@
+"""MPIStrategy: data-parallel fit over real ``mpiexec -n 2`` processes launched from pytest.
+
+Skipped, saying why, where mpi4py or mpiexec is missing (``pip install 'tapeflow[distributed]'``).
+"""
+import builtins
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+
+SCRIPT = Path(__file__).with_name("mpi_script.py")
+TIMEOUT_S = 120
+# Two ranks sum two half-batch gradients where one process takes one full-batch mean: the same
+# numbers, added in another order.  After 12 Adam steps float32 rounding differs by ~1e-7.
+TOLERANCE = dict(rtol=1e-5, atol=1e-6)
+
+
+def _mpiexec():
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        pytest.skip("mpi4py is not installed (pip install 'tapeflow[distributed]')")
+    found = shutil.which("mpiexec")
+    if found is None:
+        pytest.skip("no mpiexec on PATH (pip install 'tapeflow[distributed]' installs MPICH's)")
+    return found
+
+
+def _run(tmp_path, mode, ranks):
+    out = str(tmp_path / f"{mode}-{ranks}.npz")
+    command = [sys.executable, str(SCRIPT), mode, out]
+    if ranks:
+        command = [_mpiexec(), "-n", str(ranks)] + command
+    done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S,
+                          cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return done, out
+
+
+def _trained(tmp_path, mode, ranks):
+    done, out = _run(tmp_path, mode, ranks)
+    assert done.returncode == 0, done.stderr
+    weights = np.load(out)
+    with open(out + ".json") as f:
+        return [weights[k] for k in weights.files], json.load(f)
+
+
+def test_two_ranks_on_half_batches_end_with_one_process_weights(tmp_path):
+    _mpiexec()
+    single, single_logs = _trained(tmp_path, "single", 0)
+    split, split_logs = _trained(tmp_path, "mpi", 2)
+    assert len(single) == len(split) == 4
+    for a, b in zip(single, split):
+        np.testing.assert_allclose(b, a, **TOLERANCE)
+    # the logs are the global batches' values (summed metric state), not rank 0's half
+    for name in ("loss", "mae"):
+        np.testing.assert_allclose(split_logs[name], single_logs[name], rtol=1e-5)
+
+
+def test_a_rank_that_raises_aborts_every_rank_naming_it(tmp_path):
+    done, _ = _run(tmp_path, "raise-on-rank-1", 2)  # a hang would raise TimeoutExpired
+    assert done.returncode != 0
+    assert "rank 1 of 2 raised RuntimeError" in done.stderr
+
+
+def test_a_killed_rank_ends_the_run_nonzero(tmp_path):
+    done, _ = _run(tmp_path, "kill-rank-1", 2)  # a hang would raise TimeoutExpired
+    assert done.returncode != 0
+    assert "Killed" in done.stdout + done.stderr  # mpiexec's report names the process's pid
+
+
+def test_strategy_without_mpi4py_says_how_to_install(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_mpi4py(name, *args, **kwargs):
+        if name == "mpi4py" or name.startswith("mpi4py."):
+            raise ImportError("No module named 'mpi4py'")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_mpi4py)
+    with pytest.raises(ImportError, match=r"pip install 'tapeflow\[distributed\]'"):
+        tf.distribute.MPIStrategy()
+
+
+def test_one_rank_collectives_and_scope():
+    _mpiexec()
+    strategy = tf.distribute.MPIStrategy()
+    assert strategy.num_replicas_in_sync == 1 and strategy.rank == 0
+    with strategy.scope() as entered:
+        assert entered is strategy and tf.distribute.current_strategy() is strategy
+    assert tf.distribute.current_strategy() is None
+    value = tf.constant([[1.0, 2.0], [3.0, 5.0]])
+    np.testing.assert_allclose(strategy.reduce("SUM", value).numpy(), value.numpy())
+    np.testing.assert_allclose(strategy.reduce("MEAN", value, axis=0).numpy(), [2.0, 3.5])
+    grads = strategy.all_reduce([value, None, tf.constant(3.0)])
+    assert grads[1] is None and float(grads[2].numpy()) == 3.0
+    with pytest.raises(ValueError, match="reduce_op must be 'SUM' or 'MEAN'"):
+        strategy.reduce("MAX", value)
