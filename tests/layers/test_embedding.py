@@ -130,5 +130,5 @@ def test_call_receives_the_mask_and_supports_masking_passes_it_on():
     sees(emb(ids), mask=explicit)  # an explicit mask= wins
     np.testing.assert_array_equal(sees.seen, explicit)
     # a layer that does not support masking drops it (Keras's rule)
-    assert getattr(layers.Dense(2)(emb(ids)), "_keras_mask", None) is None
+    assert getattr(layers.Flatten()(emb(ids)), "_keras_mask", None) is None
     assert sees(np.ones((1, 3, 2), np.float32)) is not None and sees.seen is None

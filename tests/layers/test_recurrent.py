@@ -201,6 +201,18 @@ def test_embedding_mask_reaches_the_rnn_through_sequential():
     np.testing.assert_allclose(out.numpy()[1], model(ids[1:, :3]).numpy()[0], rtol=1e-6)
 
 
+@pytest.mark.parametrize("between", [
+    lambda: layers.Dense(3), lambda: layers.Dropout(0.5), lambda: layers.Activation("tanh"),
+    lambda: layers.LayerNormalization(), lambda: layers.BatchNormalization()])
+def test_the_mask_passes_through_elementwise_layers_to_the_rnn(between):
+    tf.keras.utils.set_random_seed(4)
+    ids = np.array([[4, 2, 0, 0], [1, 3, 5, 0]])
+    model = tf.keras.Sequential([layers.Embedding(6, 3, mask_zero=True), between(),
+                                 layers.GRU(2)])
+    out = model(ids)
+    np.testing.assert_allclose(out.numpy()[0], model(ids[:1, :2]).numpy()[0], rtol=1e-5)
+
+
 def test_masking_layer():
     x = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
     x[0, 1] = 0.0

@@ -16,6 +16,7 @@ __all__ = ["Dense", "Activation", "Dropout", "Flatten", "InputLayer", "Input"]
 
 class Dense(Layer):
     """``activation(inputs @ kernel + bias)`` over the last axis of the input."""
+    supports_masking = True  # a mask on the input passes through, as in Keras
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
@@ -85,6 +86,8 @@ def _maybe(obj):
 
 
 class Activation(Layer):
+    supports_masking = True  # a mask on the input passes through, as in Keras
+
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
         self.activation = activations.get(activation)
@@ -101,6 +104,7 @@ class Activation(Layer):
 
 class Dropout(Layer):
     """Zero a fraction ``rate`` of inputs while training (scaled by 1/(1-rate)); seeded."""
+    supports_masking = True  # a mask on the input passes through, as in Keras
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)

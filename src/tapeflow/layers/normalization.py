@@ -22,6 +22,8 @@ __all__ = ["BatchNormalization", "LayerNormalization"]
 
 
 class BatchNormalization(Layer):
+    supports_masking = True  # a mask on the input passes through, as in Keras
+
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones",
                  moving_mean_initializer="zeros", moving_variance_initializer="ones", **kwargs):
@@ -97,6 +99,7 @@ class LayerNormalization(Layer):
     """Each example normalized over ``axis`` (the last by default): ``(x - mean) /
     sqrt(variance + epsilon) * gamma + beta``, the statistics of that example alone, so the
     same in training and inference (Keras 3's formula and defaults)."""
+    supports_masking = True  # a mask on the input passes through, as in Keras
 
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones", **kwargs):
