@@ -9,6 +9,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.keras import layers
+from tests.training.differences import central_differences
 
 RNG = np.random.default_rng(0)
 
@@ -71,22 +72,6 @@ def mha_reference(layer, q, v, k=None, keep=None):
 
 
 # --- gradients against central differences (scalar weights too) ----------------------------------
-def _differences(fn, sources, eps=1e-6):
-    out = []
-    for v in sources:
-        base = np.array(v.numpy())
-        numeric = np.zeros_like(base)
-        for idx in np.ndindex(*base.shape):
-            for sign in (1, -1):
-                bumped = base.copy()
-                bumped[idx] += sign * eps
-                v.assign(bumped)
-                numeric[idx] += sign * float(fn().numpy()) / (2 * eps)
-        v.assign(base)
-        out.append(numeric)
-    return out
-
-
 def _tape(fn, sources):
     with tf.GradientTape() as tape:
         value = fn()
@@ -109,7 +94,7 @@ def check_layer_gradients(call, layer, arrays, rtol=1e-6, atol=1e-8):
         grads = _tape(first, sources)
         return tf.add_n([tf.reduce_sum(g * tf.constant(u)) for g, u in zip(grads, us)])
     for fn, tol in ((first, 1), (directional, 10)):
-        for s, got, want in zip(sources, _tape(fn, sources), _differences(fn, sources)):
+        for s, got, want in zip(sources, _tape(fn, sources), central_differences(fn, sources)):
             np.testing.assert_allclose(np.asarray(got.numpy()), want, rtol=rtol * tol,
                                        atol=atol * tol, err_msg=f"{fn.__name__} w.r.t. {s.name}")
 
