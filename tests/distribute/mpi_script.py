@@ -3,7 +3,7 @@ housing-like data, then write rank 0's final weights and logs to ``argv[2]``.
 
 ``argv[1]`` is ``single`` (one process, no strategy) or ``mpi`` (MPIStrategy.scope()), or
 ``raise-on-rank-1`` / ``kill-rank-1`` (rank 1 raises, or is killed, after its first epoch;
-the others must not hang).
+the others must not hang), or ``other-data-on-rank-1`` (refused at the first step).
 """
 import json
 import os
@@ -32,6 +32,8 @@ def model():
 def main(mode, out):
     tf.random.set_seed(7)
     x, y = housing_like()
+    if mode == "other-data-on-rank-1" and _world_rank() == 1:
+        x, y = housing_like(seed=1)
     if mode == "single":
         net = model()
         net.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"])
@@ -48,11 +50,19 @@ def main(mode, out):
             fail = {"raise-on-rank-1": _raise, "kill-rank-1": _kill}.get(mode)
             stop = [tf.keras.callbacks.LambdaCallback(on_epoch_end=fail)] \
                 if fail is not None and rank == 1 else []
-            history = net.fit(x, y, batch_size=64, epochs=3, verbose=0, callbacks=stop)
+            # a file per rank, to see which ranks write: rank 0 alone should
+            writer = tf.keras.callbacks.CSVLogger(f"{out}.rank{rank}.csv")
+            history = net.fit(x, y, batch_size=64, epochs=3, verbose=2,
+                              callbacks=stop + [writer])
     if rank == 0:
         np.savez(out, *[w for w in net.get_weights()])
         with open(out + ".json", "w") as f:
             json.dump(history.history, f)
+
+
+def _world_rank():
+    from mpi4py import MPI
+    return MPI.COMM_WORLD.Get_rank()
 
 
 def _raise(epoch, logs):

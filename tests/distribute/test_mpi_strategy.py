@@ -27,7 +27,8 @@ def _mpiexec():
         import mpi4py  # noqa: F401
     except ImportError:
         pytest.skip("mpi4py is not installed (pip install 'tapeflow[distributed]')")
-    found = shutil.which("mpiexec")
+    beside = Path(sys.executable).with_name("mpiexec")  # the extra's, in an unactivated venv
+    found = str(beside) if beside.exists() else shutil.which("mpiexec")
     if found is None:
         pytest.skip("no mpiexec on PATH (pip install 'tapeflow[distributed]' installs MPICH's)")
     return found
@@ -43,18 +44,26 @@ def _run(tmp_path, mode, ranks):
     return done, out
 
 
-def _trained(tmp_path, mode, ranks):
-    done, out = _run(tmp_path, mode, ranks)
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    """One run of mpi_script.py on 2 ranks, shared by the tests that read it."""
+    _mpiexec()
+    done, out = _run(tmp_path_factory.mktemp("mpi"), "mpi", 2)
     assert done.returncode == 0, done.stderr
+    return done, out
+
+
+def _trained(out):
     weights = np.load(out)
     with open(out + ".json") as f:
         return [weights[k] for k in weights.files], json.load(f)
 
 
-def test_two_ranks_on_half_batches_end_with_one_process_weights(tmp_path):
-    _mpiexec()
-    single, single_logs = _trained(tmp_path, "single", 0)
-    split, split_logs = _trained(tmp_path, "mpi", 2)
+def test_two_ranks_on_half_batches_end_with_one_process_weights(tmp_path, two_ranks):
+    done, out = _run(tmp_path, "single", 0)
+    assert done.returncode == 0, done.stderr
+    single, single_logs = _trained(out)
+    split, split_logs = _trained(two_ranks[1])
     assert len(single) == len(split) == 4
     for a, b in zip(single, split):
         np.testing.assert_allclose(b, a, **TOLERANCE)
@@ -63,10 +72,23 @@ def test_two_ranks_on_half_batches_end_with_one_process_weights(tmp_path):
         np.testing.assert_allclose(split_logs[name], single_logs[name], rtol=1e-5)
 
 
+def test_rank_0_alone_prints_and_writes_files(two_ranks):
+    done, out = two_ranks
+    assert Path(out + ".rank0.csv").exists() and not Path(out + ".rank1.csv").exists()
+    epoch_lines = [line for line in done.stdout.splitlines() if line.startswith("Epoch ")]
+    assert len(epoch_lines) == 3, done.stdout  # 3 epochs, printed by one rank
+
+
 def test_a_rank_that_raises_aborts_every_rank_naming_it(tmp_path):
     done, _ = _run(tmp_path, "raise-on-rank-1", 2)  # a hang would raise TimeoutExpired
     assert done.returncode != 0
     assert "rank 1 of 2 raised RuntimeError" in done.stderr
+
+
+def test_a_rank_with_other_data_is_refused_naming_it(tmp_path):
+    done, _ = _run(tmp_path, "other-data-on-rank-1", 2)
+    assert done.returncode != 0
+    assert "rank 1's first global batch differs from rank 0's" in done.stderr
 
 
 def test_a_killed_rank_ends_the_run_nonzero(tmp_path):

@@ -51,6 +51,10 @@ class Communicator:
     def broadcast_object(self, value, root=0):
         return self.comm.bcast(value, root=root) if self.size > 1 else value
 
+    def gather_objects(self, value):
+        """Every rank's ``value``, in rank order, on every rank."""
+        return self.comm.allgather(value) if self.size > 1 else [value]
+
     def abort_on_error(self):
         """Make an uncaught exception on this rank abort every rank, with a message naming it.
 

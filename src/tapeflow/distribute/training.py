@@ -9,6 +9,8 @@
   shard, weighted by its shard's size, summed in one Allreduce, divided by the global batch
   size: the gradient of the mean loss over the global batch, whatever the number of ranks.
 """
+import hashlib
+
 import numpy as np
 
 from .. import callbacks as callbacks_module
@@ -71,6 +73,7 @@ class _ReplicaStep:
     def __call__(self, batch):
         strategy, model = self.strategy, self.model
         if not self.weights_shared:  # fit built the model on the first batch just before
+            _refuse_differing_ranks(strategy, model, batch)
             strategy.broadcast_variables(model.weights)
             self.weights_shared = True
         total = _batch_length(batch)
@@ -86,6 +89,33 @@ class _ReplicaStep:
         finally:
             strategy._shard_sizes = None
         return _global_logs(strategy, model, local_logs, before, keep_update=hi > lo)
+
+
+def _refuse_differing_ranks(strategy, model, batch):
+    """Refuse to start when a rank's model or data differ from rank 0's: it would train another
+    problem, or wait forever in a collective the others never reach (a different step count).
+    The first global batch stands for the data: the ranks draw the same shuffle, so different
+    data (or a different number of rows) give a different first batch."""
+    mine = {"model's weights": [(w.name, tuple(w.shape)) for w in model.weights],
+            "optimizer": type(model.optimizer).__name__,
+            "first global batch": _digest(batch)}
+    every = strategy._comm.gather_objects(mine)
+    for rank, theirs in enumerate(every[1:], start=1):
+        differing = [what for what in mine if theirs[what] != every[0][what]]
+        if differing:
+            verb = "differs" if len(differing) == 1 else "differ"
+            raise ValueError(f"MPIStrategy: rank {rank}'s {' and '.join(differing)} {verb} from "
+                             f"rank 0's; every rank must fit the same model on the same data")
+
+
+def _digest(batch):
+    digest = hashlib.sha256()
+    for part in batch if isinstance(batch, tuple) else (batch,):
+        if part is not None:
+            for array in (part.values() if isinstance(part, dict) else
+                          part if isinstance(part, (list, tuple)) else (part,)):
+                digest.update(np.ascontiguousarray(host_array(array)).tobytes())
+    return digest.hexdigest()
 
 
 def _global_logs(strategy, model, local_logs, before, keep_update):
