@@ -3,7 +3,8 @@ housing-like data, then write rank 0's final weights and logs to ``argv[2]``.
 
 ``argv[1]`` is ``single`` (one process, no strategy) or ``mpi`` (MPIStrategy.scope()), or
 ``raise-on-rank-1`` / ``kill-rank-1`` (rank 1 raises, or is killed, after its first epoch;
-the others must not hang), or ``other-data-on-rank-1`` (refused at the first step).
+the others must not hang), ``other-data-on-rank-1`` (refused at the first step), or
+``collectives`` (reduce / all_reduce / broadcast_variables, every rank's results to rank 0).
 """
 import json
 import os
@@ -29,7 +30,28 @@ def model():
                                 tf.keras.layers.Dense(1)])
 
 
+def collectives(out):
+    """What a custom loop uses, on every rank; rank 0 writes what it got."""
+    strategy = tf.distribute.MPIStrategy()
+    rank, size = strategy.rank, strategy.num_replicas_in_sync
+    mine = tf.constant([[rank + 1.0, 2.0 * (rank + 1)], [0.0, 1.0]])
+    variable = tf.Variable([float(rank), 10.0 * rank])
+    strategy.broadcast_variables([variable])
+    got = {"sum": strategy.reduce("SUM", mine).numpy().tolist(),
+           "mean_axis0": strategy.reduce("MEAN", mine, axis=0).numpy().tolist(),
+           "all_reduce": [None if g is None else g.numpy().tolist() for g in
+                          strategy.all_reduce([mine, None, tf.constant(float(rank))])],
+           "all_reduce_sum": strategy.all_reduce([tf.constant(1.0)], "SUM")[0].numpy().tolist(),
+           "broadcast": variable.numpy().tolist(), "size": size}
+    every = strategy._comm.gather_objects(got)
+    if rank == 0:
+        with open(out + ".json", "w") as f:
+            json.dump(every, f)
+
+
 def main(mode, out):
+    if mode == "collectives":
+        return collectives(out)
     tf.random.set_seed(7)
     x, y = housing_like()
     if mode == "other-data-on-rank-1" and _world_rank() == 1:

@@ -79,6 +79,21 @@ def test_rank_0_alone_prints_and_writes_files(two_ranks):
     assert len(epoch_lines) == 3, done.stdout  # 3 epochs, printed by one rank
 
 
+def test_collectives_on_two_ranks(tmp_path):
+    done, out = _run(tmp_path, "collectives", 2)
+    assert done.returncode == 0, done.stderr
+    with open(out + ".json") as f:
+        every = json.load(f)
+    # rank r holds [[r+1, 2(r+1)], [0, 1]]: ranks 0 and 1 sum to [[3, 6], [0, 2]]
+    for got in every:  # every rank gets the same answers
+        assert got["size"] == 2
+        assert got["sum"] == [[3.0, 6.0], [0.0, 2.0]]
+        assert got["mean_axis0"] == [0.75, 2.0]  # each column over 2 rows x 2 ranks
+        assert got["all_reduce"] == [[[1.5, 3.0], [0.0, 1.0]], None, 0.5]
+        assert got["all_reduce_sum"] == 2.0
+        assert got["broadcast"] == [0.0, 0.0]  # rank 0's values everywhere
+
+
 def test_a_rank_that_raises_aborts_every_rank_naming_it(tmp_path):
     done, _ = _run(tmp_path, "raise-on-rank-1", 2)  # a hang would raise TimeoutExpired
     assert done.returncode != 0
