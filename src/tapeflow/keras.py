@@ -58,6 +58,15 @@ class utils:  # noqa: N801 - a namespace, as keras.utils
         set_seed(seed)
 
 
+def __getattr__(name):
+    """``wrappers`` (keras.wrappers: the scikit-learn estimators) is imported on first use, so
+    that ``import tapeflow`` does not import scikit-learn."""
+    if name == "wrappers":
+        from . import wrappers
+        return wrappers
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class preprocessing:  # noqa: N801 - a namespace, as Keras 2's keras.preprocessing
     class sequence:  # noqa: N801
         from .preprocessing import pad_sequences  # noqa: F401

@@ -1,0 +1,17 @@
+"""scikit-learn's own estimator checks on the regressor and the classifier."""
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import tapeflow as tf
+
+from .builders import regression_mlp, softmax_classifier
+
+FIT = {"epochs": 20, "batch_size": 32}
+EXPECTED_FAILURES = {}
+
+
+@parametrize_with_checks(
+    [tf.keras.wrappers.SKLearnRegressor(regression_mlp, fit_kwargs=FIT, random_state=0),
+     tf.keras.wrappers.SKLearnClassifier(softmax_classifier, fit_kwargs=FIT, random_state=0)],
+    expected_failed_checks=lambda estimator: EXPECTED_FAILURES)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
