@@ -7,14 +7,15 @@ For each batch size:
 
   no strategy   one process, plain ``model.fit`` (its train step traced by tf.function)
   N rank(s)     ``mpiexec -n N``, fit inside ``MPIStrategy().scope()``: each rank takes
-                global_batch / N rows of each step (the step runs eagerly: the all-reduce is
-                an MPI call between the traced gradient and the update)
+                global_batch / N rows of each step (the whole step runs eagerly: the
+                all-reduce is an MPI call between gradient and update, not a graph op)
 
 Timing: one warm-up epoch, then ``--epochs`` timed epochs of ``--steps`` steps; the figure is
 steps per second over the timed epochs, on rank 0.  With 2 ranks on 2 cores the ranks share
-the cores with each other and with BLAS's threads (``--threads 1`` gives each rank one).  "allreduce ms/step" is the time in the
-gradients' Allreduce (4,801 floats, one call per step), including any wait for the slower rank;
-the metrics' Allreduce (a few floats) is counted apart.  Efficiency = steps/s with N ranks /
+the cores with each other and with BLAS's threads (``--threads 1`` gives each rank one).
+"allreduce ms/step" is the time in the gradients' Allreduce (4,801 floats, one call per
+step), including any wait for the slower rank; the metrics' Allreduce (a few floats) is counted
+apart.  Efficiency = steps/s with N ranks /
 (N x steps/s with 1 rank) at the same global batch: 1.0 would be perfect strong scaling.
 
 Usage:  python benchmarks/bench_mpi.py [--ranks 1,2] [--batches 256,4096] [--steps 20] [--epochs 3]

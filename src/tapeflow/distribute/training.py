@@ -96,7 +96,8 @@ def _refuse_differing_ranks(strategy, model, batch):
     problem, or wait forever in a collective the others never reach (a different step count).
     The first global batch stands for the data: the ranks draw the same shuffle, so different
     data (or a different number of rows) give a different first batch."""
-    mine = {"model's weights": [(w.name, tuple(w.shape)) for w in model.weights],
+    # shapes, not names: layer names count the layers made in each process
+    mine = {"model's weight shapes": [tuple(w.shape) for w in model.weights],
             "optimizer": type(model.optimizer).__name__,
             "first global batch": _digest(batch)}
     every = strategy._comm.gather_objects(mine)
