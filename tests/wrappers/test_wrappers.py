@@ -48,6 +48,16 @@ def test_import_tapeflow_does_not_import_sklearn():
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
+def test_tags_come_from_the_mixins_through_sklearns_current_api():
+    from sklearn.base import is_classifier, is_regressor
+    from sklearn.utils import get_tags
+    regressor, classifier = W.SKLearnRegressor(regression_mlp), W.SKLearnClassifier(None)
+    assert is_regressor(regressor) and is_classifier(classifier)
+    assert get_tags(regressor).target_tags.multi_output
+    assert get_tags(classifier).classifier_tags is not None
+    assert get_tags(W.SKLearnTransformer(None)).transformer_tags is not None
+
+
 def test_clone_of_a_fitted_estimator_is_unfitted_and_the_users_model_is_not_trained():
     model = _dense_model()
     before = [v.numpy().copy() for v in model.weights]
