@@ -18,7 +18,7 @@ step), including any wait for the slower rank; the metrics' Allreduce (a few flo
 apart.  Efficiency = steps/s with N ranks /
 (N x steps/s with 1 rank) at the same global batch: 1.0 would be perfect strong scaling.
 
-Usage:  python benchmarks/bench_mpi.py [--ranks 1,2] [--batches 256,4096] [--steps 20] [--epochs 3]
+Usage:  python benchmarks/bench_mpi.py [--ranks 1,2] [--batches 256,4096] [--steps 50] [--epochs 3]
                                        [--threads T]
 (it launches ``mpiexec`` itself; ``--worker`` is its internal mode.)
 """
@@ -111,7 +111,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", default="1,2")
     parser.add_argument("--batches", default="256,4096")
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS/OpenMP threads per process (default: the libraries' own)")

@@ -53,16 +53,22 @@ def two_ranks(tmp_path_factory):
     return done, out
 
 
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory):
+    """rank 0's weights and logs of mpi_script.py run alone, with no strategy."""
+    done, out = _run(tmp_path_factory.mktemp("single"), "single", 0)
+    assert done.returncode == 0, done.stderr
+    return _trained(out)
+
+
 def _trained(out):
     weights = np.load(out)
     with open(out + ".json") as f:
         return [weights[k] for k in weights.files], json.load(f)
 
 
-def test_two_ranks_on_half_batches_end_with_one_process_weights(tmp_path, two_ranks):
-    done, out = _run(tmp_path, "single", 0)
-    assert done.returncode == 0, done.stderr
-    single, single_logs = _trained(out)
+def test_two_ranks_on_half_batches_end_with_one_process_weights(one_process, two_ranks):
+    single, single_logs = one_process
     split, split_logs = _trained(two_ranks[1])
     assert len(single) == len(split) == 4
     for a, b in zip(single, split):
@@ -70,6 +76,15 @@ def test_two_ranks_on_half_batches_end_with_one_process_weights(tmp_path, two_ra
     # the logs are the global batches' values (summed metric state), not rank 0's half
     for name in ("loss", "mae"):
         np.testing.assert_allclose(split_logs[name], single_logs[name], rtol=1e-5)
+
+
+def test_three_ranks_on_uneven_shards_end_with_one_process_weights(tmp_path, one_process):
+    # batch 64 over 3 ranks: 21, 21 and 22 rows; the last batch's 1 row leaves 2 ranks none
+    single, _ = one_process
+    done, out = _run(tmp_path, "mpi", 3)
+    assert done.returncode == 0, done.stderr
+    for a, b in zip(single, _trained(out)[0]):
+        np.testing.assert_allclose(b, a, **TOLERANCE)
 
 
 def test_rank_0_alone_prints_and_writes_files(two_ranks):

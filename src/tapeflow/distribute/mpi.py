@@ -5,6 +5,7 @@ without it, the error says how to install it.  Gradients, metrics and weights tr
 numpy buffer per call (ChainerMN's scheme: one collective per step, not one per variable).
 """
 import sys
+import time
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from .. import backend
 __all__ = ["INSTALL_HINT", "Communicator", "host_array", "import_mpi"]
 
 INSTALL_HINT = "pip install 'tapeflow[distributed]'"
+_OUTPUT_GRACE_S = 0.5  # between an error's message and MPI_Abort
 
 
 def import_mpi():
@@ -67,10 +69,14 @@ class Communicator:
         comm, rank, size = self.comm, self.rank, self.size
 
         def abort_all_ranks(kind, value, traceback):
-            previous(kind, value, traceback)
+            # the message first, and a moment for mpiexec to pass it on: Abort kills the
+            # processes that forward output, and what they hold then is lost
             sys.stderr.write(f"tapeflow.distribute: rank {rank} of {size} raised "
                              f"{kind.__name__}; aborting all ranks\n")
             sys.stderr.flush()
+            previous(kind, value, traceback)
+            sys.stderr.flush()
+            time.sleep(_OUTPUT_GRACE_S)
             comm.Abort(1)
         abort_all_ranks._tapeflow_rank = rank
         sys.excepthook = abort_all_ranks
