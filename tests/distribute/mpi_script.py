@@ -4,7 +4,8 @@ housing-like data, then write rank 0's final weights and logs to ``argv[2]``.
 ``argv[1]`` is ``single`` (one process, no strategy) or ``mpi`` (MPIStrategy.scope()), or
 ``raise-on-rank-1`` / ``kill-rank-1`` (rank 1 raises, or is killed, after its first epoch;
 the others must not hang), ``other-data-on-rank-1`` (refused at the first step), or
-``collectives`` (reduce / all_reduce / broadcast_variables, every rank's results to rank 0).
+``collectives`` (reduce / all_reduce / broadcast_variables, every rank's results to rank 0),
+or ``batchnorm`` (every rank's weights after fitting a model with BatchNormalization).
 """
 import json
 import os
@@ -49,9 +50,26 @@ def collectives(out):
             json.dump(every, f)
 
 
+def batchnorm(out):
+    """A model with BatchNormalization on 2 ranks: every rank's final weights to rank 0."""
+    tf.random.set_seed(7)
+    x, y = housing_like()
+    strategy = tf.distribute.MPIStrategy()
+    with strategy.scope():
+        net = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(16),
+                                   tf.keras.layers.BatchNormalization(),
+                                   tf.keras.layers.Activation("relu"), tf.keras.layers.Dense(1)])
+        net.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss="mse")
+        net.fit(x, y, batch_size=64, epochs=2, verbose=0)
+    every = strategy._comm.gather_objects([w.tolist() for w in net.get_weights()])
+    if strategy.rank == 0:
+        with open(out + ".json", "w") as f:
+            json.dump(every, f)
+
+
 def main(mode, out):
-    if mode == "collectives":
-        return collectives(out)
+    if mode in ("collectives", "batchnorm"):
+        return {"collectives": collectives, "batchnorm": batchnorm}[mode](out)
     tf.random.set_seed(7)
     x, y = housing_like()
     if mode == "other-data-on-rank-1" and _world_rank() == 1:

@@ -109,6 +109,19 @@ def test_collectives_on_two_ranks(tmp_path):
         assert got["broadcast"] == [0.0, 0.0]  # rank 0's values everywhere
 
 
+def test_batchnorm_moving_statistics_stay_the_same_on_every_rank(tmp_path):
+    done, out = _run(tmp_path, "batchnorm", 2)
+    assert done.returncode == 0, done.stderr
+    with open(out + ".json") as f:
+        rank0, rank1 = ([np.array(w) for w in weights] for weights in json.load(f))
+    names = ["kernel", "bias", "gamma", "beta", "moving_mean", "moving_variance", "kernel",
+             "bias"]
+    assert len(rank0) == len(names)
+    for name, a, b in zip(names, rank0, rank1):
+        np.testing.assert_array_equal(b, a, err_msg=name)  # 2 ranks: a + b == b + a exactly
+    assert np.abs(rank0[4]).max() > 0  # the moving mean moved
+
+
 def test_a_rank_that_raises_aborts_every_rank_naming_it(tmp_path):
     done, _ = _run(tmp_path, "raise-on-rank-1", 2)  # a hang would raise TimeoutExpired
     assert done.returncode != 0

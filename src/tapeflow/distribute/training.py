@@ -4,7 +4,8 @@
   same shuffles; ranks other than 0 print nothing and drop the callbacks that write files.
 - ``train_function``: each global batch is cut into one contiguous shard per rank; the step runs
   eagerly (the all-reduce is an MPI call, not a graph op); the metrics' state is summed so that
-  every rank logs the global batch's values.  The first step broadcasts rank 0's weights.
+  every rank logs the global batch's values, and BatchNormalization's moving statistics are
+  averaged.  The first step checks the ranks agree and broadcasts rank 0's weights.
 - ``reduce_gradients`` (inside ``train_step``): each rank's gradient of the mean loss over its
   shard, weighted by its shard's size, summed in one Allreduce, divided by the global batch
   size: the gradient of the mean loss over the global batch, whatever the number of ranks.
@@ -88,7 +89,7 @@ class _ReplicaStep:
             local_logs = model.train_step(shard)
         finally:
             strategy._shard_sizes = None
-        return _global_logs(strategy, model, local_logs, before, keep_update=hi > lo)
+        return _sync_state(strategy, model, local_logs, before, hi - lo, total)
 
 
 def _refuse_differing_ranks(strategy, model, batch):
@@ -119,16 +120,26 @@ def _digest(batch):
     return digest.hexdigest()
 
 
-def _global_logs(strategy, model, local_logs, before, keep_update):
-    """Sum every rank's metric update into the metrics (one Allreduce); the logs they give."""
-    variables = _metric_variables(model)
-    if not variables:
+def _sync_state(strategy, model, local_logs, before, rows, total):
+    """One Allreduce for the state the step changed outside the gradients; the logs it gives.
+
+    Metrics: every rank's update summed into every rank's metrics, which then hold the global
+    batches' state.  Layers' floating non-trainable weights (BatchNormalization's moving
+    statistics): averaged, weighted by rows, so the ranks stay identical; the moving mean is
+    then the global batch's, the moving variance the rows-weighted mean of the shards' ones
+    (each rank normalizes with its own shard's statistics, as Horovod's BatchNormalization does).
+    """
+    metric_vars = _metric_variables(model)
+    layer_state = [v for v in model.non_trainable_variables if v.dtype.is_floating]
+    if not metric_vars and not layer_state:
         return local_logs
-    deltas = [_host(v) - b if keep_update else np.zeros_like(b)
-              for v, b in zip(variables, before)]
-    summed = strategy._packed_sum(deltas, before=1.0, after=1.0)
-    for v, b, d in zip(variables, before, summed):
+    deltas = [_host(v) - b if rows else np.zeros_like(b) for v, b in zip(metric_vars, before)]
+    shares = [_host(v) * (rows / total) for v in layer_state]
+    summed = strategy._packed_sum(deltas + shares, before=1.0, after=1.0)
+    for v, b, d in zip(metric_vars, before, summed):
         v.assign(b + d.numpy())
+    for v, value in zip(layer_state, summed[len(metric_vars):]):
+        v.assign(value.numpy())
     by_name = {m.name: m for m in model.metrics}
     by_name.update(dict(model._named_metrics()))
     return {k: by_name[k].result() if k in by_name else v for k, v in local_logs.items()}
