@@ -3,6 +3,7 @@
 Skipped, saying why, where mpi4py or mpiexec is missing (``pip install 'tapeflow[distributed]'``).
 """
 import builtins
+import contextlib
 import json
 import os
 import shutil
@@ -166,3 +167,21 @@ def test_one_rank_collectives_and_scope():
     assert grads[1] is None and float(grads[2].numpy()) == 3.0
     with pytest.raises(ValueError, match="reduce_op must be 'SUM' or 'MEAN'"):
         strategy.reduce("MAX", value)
+
+
+def test_one_rank_fit_is_plain_traced_fit():
+    _mpiexec()
+    from tests.distribute.mpi_script import housing_like, model
+    x, y = housing_like()
+
+    def fitted(strategy):
+        tf.random.set_seed(3)
+        net = model()
+        with strategy.scope() if strategy else contextlib.nullcontext():
+            net.compile(optimizer="adam", loss="mse")
+        net.fit(x, y, batch_size=64, epochs=1, verbose=0)
+        return net
+    plain, one_rank = fitted(None), fitted(tf.distribute.MPIStrategy())
+    assert one_rank.train_function is not None  # traced, not the eager replica step
+    for a, b in zip(plain.get_weights(), one_rank.get_weights()):
+        np.testing.assert_array_equal(b, a)

@@ -15,6 +15,7 @@ import hashlib
 import numpy as np
 
 from .. import callbacks as callbacks_module
+from ..core.context import context
 from ..models import data as data_module
 from .mpi import host_array
 from .strategy import current_strategy
@@ -46,8 +47,8 @@ def fit_callbacks(model, callbacks, verbose):
 def train_function(model, step):
     """``step`` (fit's train function), or the data-parallel step under a strategy."""
     strategy = strategy_of(model)
-    if strategy is None:
-        return step
+    if strategy is None or strategy.num_replicas_in_sync == 1:
+        return step  # one rank: fit's own (traced) step, with nothing to reduce
     if getattr(model.optimizer, "needs_loss_fn", False):
         raise ValueError(f"MPIStrategy: {type(model.optimizer).__name__} evaluates the loss "
                          f"itself and cannot train data-parallel; use a first-order optimizer")
@@ -58,8 +59,12 @@ def reduce_gradients(model, grads):
     """The gradients of the global batch's mean loss, on every rank (unchanged without a
     strategy).  Outside fit (``train_on_batch``) every rank's batch counts the same."""
     strategy = strategy_of(model)
-    if strategy is None:
+    if strategy is None or strategy.num_replicas_in_sync == 1:
         return grads
+    if context().trace is not None:
+        raise RuntimeError("MPIStrategy: gradients cannot be all-reduced inside tf.function yet "
+                           "(the Allreduce is an MPI call, not a graph op); fit and "
+                           "train_on_batch run the step eagerly under the strategy")
     local, total = getattr(strategy, "_shard_sizes", None) or (1, strategy.num_replicas_in_sync)
     return strategy._packed_sum(grads, before=float(local), after=1.0 / total)
 
