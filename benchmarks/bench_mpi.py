@@ -6,7 +6,8 @@ housing-shaped synthetic data (8 standardized features), at global batch sizes 2
 For each batch size:
 
   no strategy   one process, plain ``model.fit`` (its train step traced by tf.function)
-  N rank(s)     ``mpiexec -n N``, fit inside ``MPIStrategy().scope()``: each rank takes
+  N rank(s)     ``mpiexec -n N``, fit inside ``MPIStrategy().scope()`` (1 rank: fit's own
+                traced step, nothing to reduce); with more, each rank takes
                 global_batch / N rows of each step (the whole step runs eagerly: the
                 all-reduce is an MPI call between gradient and update, not a graph op)
 
@@ -142,8 +143,9 @@ def main():
             if n == 1:
                 one = got["steps_per_s"]
             eff = "" if one is None else f"{got['steps_per_s'] / (n * one):.2f}"
+            ms = ["-" if n == 1 else f"{got[k]:.3f}" for k in ("allreduce_ms", "metrics_ms")]
             print(f"{batch:>12} {f'{n} rank(s)':>12} {got['steps_per_s']:>9.1f} {eff:>10} "
-                  f"{got['allreduce_ms']:>18.3f} {got['metrics_ms']:>16.3f}")
+                  f"{ms[0]:>18} {ms[1]:>16}")
 
 
 if __name__ == "__main__":

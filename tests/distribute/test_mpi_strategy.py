@@ -15,9 +15,11 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
+from tapeflow.distribute.mpi import oversubscription
 
 SCRIPT = Path(__file__).with_name("mpi_script.py")
 TIMEOUT_S = 120
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}  # 2 ranks on 2 cores
 # Two ranks sum two half-batch gradients where one process takes one full-batch mean: the same
 # numbers, added in another order.  After 12 Adam steps float32 rounding differs by ~1e-7.
 TOLERANCE = dict(rtol=1e-5, atol=1e-6)
@@ -41,7 +43,7 @@ def _run(tmp_path, mode, ranks):
     if ranks:
         command = [_mpiexec(), "-n", str(ranks)] + command
     done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S,
-                          cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                          cwd=tmp_path, env={**os.environ, **ONE_THREAD, "PYTHONUNBUFFERED": "1"})
     return done, out
 
 
@@ -139,6 +141,15 @@ def test_a_killed_rank_ends_the_run_nonzero(tmp_path):
     done, _ = _run(tmp_path, "kill-rank-1", 2)  # a hang would raise TimeoutExpired
     assert done.returncode != 0
     assert "Killed" in done.stdout + done.stderr  # mpiexec's report names the process's pid
+
+
+def test_oversubscription_warning_says_how_many_threads():
+    assert oversubscription(local_ranks=2, threads=1, cores=2) is None
+    assert oversubscription(local_ranks=4, threads=4, cores=16) is None
+    message = oversubscription(local_ranks=2, threads=2, cores=2)
+    assert "2 ranks x 2 BLAS threads on 2 cores" in message
+    assert "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1" in message
+    assert "OMP_NUM_THREADS=4 " in oversubscription(local_ranks=4, threads=16, cores=16)
 
 
 def test_strategy_without_mpi4py_says_how_to_install(monkeypatch):

@@ -4,14 +4,16 @@ mpi4py is imported only when a communicator is made, so ``import tapeflow`` work
 without it, the error says how to install it.  Gradients, metrics and weights travel as one flat
 numpy buffer per call (ChainerMN's scheme: one collective per step, not one per variable).
 """
+import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
 from .. import backend
 
-__all__ = ["INSTALL_HINT", "Communicator", "host_array", "import_mpi"]
+__all__ = ["INSTALL_HINT", "Communicator", "host_array", "import_mpi", "oversubscription"]
 
 INSTALL_HINT = "pip install 'tapeflow[distributed]'"
 _OUTPUT_GRACE_S = 0.5  # between an error's message and MPI_Abort
@@ -57,6 +59,19 @@ class Communicator:
         """Every rank's ``value``, in rank order, on every rank."""
         return self.comm.allgather(value) if self.size > 1 else [value]
 
+    def warn_if_oversubscribed(self):
+        """Warn (rank 0, once) when this machine's ranks times their BLAS threads exceed its
+        cores: the ranks then fight over the cores, and MPI's busy-waiting makes it far worse
+        (measured: 2 ranks x 2 OpenBLAS threads on 2 cores ran 20-40x slower than with 1 thread
+        each, benchmarks/bench_mpi.py)."""
+        if self.size < 2:
+            return
+        local = self.comm.Split_type(self._mpi.COMM_TYPE_SHARED)
+        message = oversubscription(local.Get_size(), _blas_threads(), os.cpu_count() or 1)
+        local.Free()
+        if message and self.rank == 0:
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
+
     def abort_on_error(self):
         """Make an uncaught exception on this rank abort every rank, with a message naming it.
 
@@ -80,6 +95,24 @@ class Communicator:
             comm.Abort(1)
         abort_all_ranks._tapeflow_rank = rank
         sys.excepthook = abort_all_ranks
+
+
+def oversubscription(local_ranks, threads, cores):
+    """The warning for ``local_ranks`` processes of ``threads`` threads on ``cores``, or None."""
+    if local_ranks * threads <= cores:
+        return None
+    fit = max(1, cores // local_ranks)
+    return (f"MPIStrategy: {local_ranks} ranks x {threads} BLAS threads on {cores} cores; "
+            f"launch with OMP_NUM_THREADS={fit} OPENBLAS_NUM_THREADS={fit} (mpiexec passes "
+            f"them on), or the ranks slow each other down many times over")
+
+
+def _blas_threads():
+    try:
+        from threadpoolctl import threadpool_info  # scikit-learn's dependency
+    except ImportError:
+        return 1
+    return max((pool["num_threads"] for pool in threadpool_info()), default=1)
 
 
 def host_array(value):

@@ -32,6 +32,7 @@ class MPIStrategy:
     def __init__(self, comm=None):
         self._comm = Communicator(comm)
         self._comm.abort_on_error()
+        self._comm.warn_if_oversubscribed()
         self.sync_random_state()
 
     @property
