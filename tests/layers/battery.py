@@ -33,6 +33,7 @@ from typing import Callable, Optional
 import numpy as np
 
 import tapeflow as tf
+from tests.training.differences import central_differences
 
 __all__ = ["LayerCase", "run_layer_test", "CHECKS"]
 
@@ -227,16 +228,8 @@ def _assert_gradients_match_differences(fn, sources, labels, what, case, rtol, a
     differences, entry by entry (unconnected sources: zero; ``differences.py`` has no such
     case, a second derivative of a linear layer has)."""
     grads = _tape_gradients(fn, sources)
-    for label, v, g in zip(labels, sources, grads):
-        base = v.numpy()
-        numeric = np.zeros_like(base)
-        for idx in np.ndindex(*base.shape):
-            for sign in (1, -1):
-                bumped = base.copy()
-                bumped[idx] += sign * eps
-                v.assign(bumped)
-                numeric[idx] += sign * float(fn().numpy()) / (2 * eps)
-        v.assign(base)
+    numerics = central_differences(lambda: fn().numpy(), sources, eps)
+    for label, g, numeric in zip(labels, grads, numerics):
         np.testing.assert_allclose(g, numeric, rtol=rtol, atol=atol,
                                    err_msg=f"{case.name}: {what} w.r.t. {label} against "
                                            f"central differences")

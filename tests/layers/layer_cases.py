@@ -64,8 +64,8 @@ CASES = [
     LayerCase(layers.Softmax, dict(axis=1), (2, 3, 2)),
     # --- attention (MultiHeadAttention takes (query, value): EXEMPT below) ---
     LayerCase(layers.Attention, {}, [(2, 3, 4), (2, 5, 4)]),
-    # (use_scale and score_mode="concat" make scalar weights, which the battery's difference
-    # check cannot step: tests/layers/test_attention.py checks their gradients)
+    LayerCase(layers.Attention, dict(use_scale=True, score_mode="concat"),
+              [(2, 3, 4), (2, 5, 4)], id="Attention-scalar-weights"),
     LayerCase(layers.Attention, {}, [(2, 3, 2), (2, 4, 3), (2, 4, 2)], id="Attention-key"),
     # --- Lambda: saved as its traced graph ---
     LayerCase(layers.Lambda, dict(function=_lambda_function, arguments={"scale": 0.5}),
