@@ -1,7 +1,7 @@
 """Reshape, Permute and RepeatVector: Keras 3's layers that move values without computing."""
 import math
 
-from ..ops.shape import expand_dims, reshape, tile, transpose
+from ..ops.shape import reshape, tile, transpose
 from .base import Layer
 
 __all__ = ["Reshape", "Permute", "RepeatVector"]
@@ -76,7 +76,7 @@ class RepeatVector(Layer):
         if inputs.ndim != 2:
             raise ValueError(f"{self.name}: expects (batch, features), got shape "
                              f"{tuple(inputs.shape)}")
-        return tile(expand_dims(inputs, 1), (1, self.n, 1))
+        return tile(inputs[:, None, :], (1, self.n, 1))  # indexing keeps the batch size free
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0], self.n, input_shape[1])
