@@ -22,9 +22,27 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+def pytest_addoption(parser):
+    parser.addoption("--device", choices=["cpu", "strict"], default="cpu",
+                     help="run every test on this device: 'strict' is a CPU stand-in for a GPU "
+                          "(tests/strict_device) whose arrays refuse implicit host conversion")
+
+
+def pytest_configure(config):
+    if config.getoption("--device") == "strict":
+        from tapeflow import backend
+        from strict_device.strict_array import MODULE, StrictArray
+        backend.use_gpu_module(MODULE, StrictArray)
+
+
 @pytest.fixture(autouse=True)
-def _fresh_context():
-    """Every test starts with a fresh context: layer names, random state, no tapes (Keras's clear_session)."""
+def _fresh_context(request):
+    """Every test starts with a fresh context: layer names, random state, no tapes (Keras's
+    clear_session), and runs on the device ``--device`` names."""
     import tapeflow as tf
     tf.keras.backend.clear_session()
-    yield
+    if request.config.getoption("--device") == "strict":
+        with tf.device("/GPU:0"):
+            yield
+    else:
+        yield

@@ -21,6 +21,7 @@ from .core.context import init_scope  # noqa: F401
 from .tracing import TensorSpec, TraceError, function  # noqa: F401
 from .tracing.control_flow import cond, map_fn, while_loop  # noqa: F401
 from . import config  # noqa: F401
+from .device import device  # noqa: F401  (tf.device("/GPU:0"): where new tensors are born)
 from . import distribute  # noqa: F401  (MPIStrategy; mpi4py imported only when one is made)
 from . import data  # noqa: F401
 from .module import Module  # noqa: F401

@@ -1,4 +1,5 @@
 """``tf.config``: run-time settings of this thread's context."""
+from .device import list_physical_devices  # noqa: F401
 from .tracing.function import functions_run_eagerly, run_functions_eagerly  # noqa: F401
 
-__all__ = ["run_functions_eagerly", "functions_run_eagerly"]
+__all__ = ["run_functions_eagerly", "functions_run_eagerly", "list_physical_devices"]

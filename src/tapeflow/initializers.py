@@ -1,6 +1,6 @@
 """Weight initializers, as Keras's (``"glorot_uniform"``, ``HeNormal(seed=1)`` ...).
 
-Draws come from ``tapeflow.random``, so ``tf.random.set_seed`` makes model
+Initial values are born on the current device (``tf.device``).  Draws come from ``tapeflow.random``, so ``tf.random.set_seed`` makes model
 initialization reproducible; a ``seed`` gives an initializer its own stream.
 
 ``get`` takes a name ("he_normal" or "HeNormal"), an initializer or its class, a
@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from . import random
+from . import backend, random
 from .core.tensor import Tensor
 from .dtypes import numpy_dtype
 from .serialization import Registry
@@ -44,12 +44,12 @@ class Initializer:
 
 class Zeros(Initializer):
     def __call__(self, shape, dtype="float32"):
-        return Tensor(np.zeros(tuple(shape), numpy_dtype(dtype)))
+        return Tensor(backend.device_module().zeros(tuple(shape), numpy_dtype(dtype)))
 
 
 class Ones(Initializer):
     def __call__(self, shape, dtype="float32"):
-        return Tensor(np.ones(tuple(shape), numpy_dtype(dtype)))
+        return Tensor(backend.device_module().ones(tuple(shape), numpy_dtype(dtype)))
 
 
 class Constant(Initializer):
@@ -57,7 +57,8 @@ class Constant(Initializer):
         self.value = value
 
     def __call__(self, shape, dtype="float32"):
-        return Tensor(np.full(tuple(shape), self.value, numpy_dtype(dtype)))
+        value = np.asarray(backend.to_host(self.value))  # a host scalar (or array): moved once
+        return Tensor(backend.to_device(np.full(tuple(shape), value, numpy_dtype(dtype))))
 
     def get_config(self):
         return {"value": self.value}
@@ -164,7 +165,8 @@ class Orthogonal(_Random):
         q = q * np.sign(np.diag(r))
         if rows < cols:
             q = q.T
-        return Tensor((self.gain * q).reshape(shape).astype(numpy_dtype(dtype)))
+        # the QR is made on the host, as the draws (tapeflow.random); the result moves once
+        return Tensor(backend.to_device((self.gain * q).reshape(shape).astype(numpy_dtype(dtype))))
 
     def get_config(self):
         return {"gain": self.gain, "seed": self.seed}

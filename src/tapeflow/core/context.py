@@ -51,7 +51,7 @@ class Context:
     """
 
     __slots__ = ("tapes", "accumulators", "watchers", "overrides", "trace", "name_scopes", "name_counts",
-                 "random", "device", "functions_run_eagerly", "active")
+                 "random", "device", "xp", "functions_run_eagerly", "active")
 
     def __init__(self):
         self.tapes = []             # GradientTapes recording now, outermost first
@@ -62,7 +62,8 @@ class Context:
         self.name_scopes = []       # names of the layers being called or built, outermost first
         self.name_counts = {}       # base name -> how many layers have taken it
         self.random = RandomState()
-        self.device = "CPU:0"
+        self.device = "CPU:0"       # the current device (tf.device), and its array module:
+        self.xp = np                # where new tensors are born (backend.device_module)
         self.functions_run_eagerly = False
         self.active = False
 
@@ -87,7 +88,8 @@ def context():
 
 
 def reset():
-    """Start this thread's context afresh: no tapes, scopes or names, an unseeded random state.
+    """Start this thread's context afresh: no tapes, scopes or names, an unseeded random state
+    (the current device stays: it belongs to the ``tf.device`` block around the call).
 
     Refuses while a tape or forward accumulator is recording or a function is being traced,
     which would be left pointing at state that no longer exists.
@@ -96,7 +98,9 @@ def reset():
     if ctx.tapes or ctx.accumulators or ctx.trace is not None:
         raise RuntimeError("clear_session() was called inside a GradientTape, a ForwardAccumulator "
                            "or a traced function; call it between them.")
+    device = (ctx.device, ctx.xp)  # a `with tf.device(...)` block still open keeps its device
     ctx.__init__()
+    ctx.device, ctx.xp = device
 
 
 class init_scope:  # noqa: N801 - TensorFlow's name, used as a statement

@@ -1,6 +1,7 @@
 """Tensors made from a shape or a range: zeros, ones, fill, eye, linspace, range, one_hot.
 
-None of these has a differentiable input except ``*_like`` (whose result does
+Tensors made from nothing are born on the current device (``tf.device``); ``*_like``
+follow their input.  None of these has a differentiable input except ``*_like`` (whose result does
 not depend on its input's values), so nothing here is recorded.  ``one_hot`` is
 an op (``OneHot``, not differentiable), so that a traced graph computes it from
 the indices it is given.
@@ -19,7 +20,7 @@ __all__ = ["zeros", "ones", "zeros_like", "ones_like", "fill", "eye", "linspace"
 
 
 def zeros(shape, dtype=np.float32, name=None):
-    return Tensor(np.zeros(static_shape(shape), dtype=numpy_dtype(dtype)))
+    return Tensor(backend.device_module().zeros(static_shape(shape), dtype=numpy_dtype(dtype)))
 
 
 def zeros_on(shape, dtype, like):
@@ -28,7 +29,7 @@ def zeros_on(shape, dtype, like):
 
 
 def ones(shape, dtype=np.float32, name=None):
-    return Tensor(np.ones(static_shape(shape), dtype=numpy_dtype(dtype)))
+    return Tensor(backend.device_module().ones(static_shape(shape), dtype=numpy_dtype(dtype)))
 
 
 def zeros_like(input, dtype=None, name=None):  # noqa: A002 - TensorFlow's name
@@ -44,8 +45,8 @@ def ones_like(input, dtype=None, name=None):  # noqa: A002
 
 
 def fill(dims, value, name=None):
-    value = convert_to_tensor(value)._value
-    return Tensor(np.full(static_shape(dims), value, dtype=value.dtype))
+    value = backend.to_host(convert_to_tensor(value)._value)  # a scalar: fills on the device
+    return Tensor(backend.device_module().full(static_shape(dims), value[()], dtype=value.dtype))
 
 
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=np.float32, name=None):
@@ -53,13 +54,14 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=np.float32, name=Non
                dtype=numpy_dtype(dtype))
     if batch_shape is not None:
         m = np.broadcast_to(m, static_shape(batch_shape) + m.shape).copy()
-    return Tensor(m)
+    return Tensor(backend.to_device(m))
 
 
 def linspace(start, stop, num, name=None, axis=0):
     start, stop = convert_to_tensor(start), convert_to_tensor(stop)
     dtype = start._value.dtype if start._value.dtype.kind == "f" else np.float32
-    return Tensor(np.linspace(start._value, stop._value, int(num), axis=axis).astype(dtype))
+    host = np.linspace(backend.to_host(start._value), backend.to_host(stop._value), int(num), axis=axis)
+    return Tensor(backend.to_device(host.astype(dtype)))  # made on the host, moved once
 
 
 def range_(start, limit=None, delta=1, dtype=None, name=None):
@@ -69,7 +71,7 @@ def range_(start, limit=None, delta=1, dtype=None, name=None):
     args = [a.numpy() if isinstance(a, Tensor) else a for a in (start, limit, delta)]
     if dtype is None:
         dtype = np.float32 if any(isinstance(a, (float, np.floating)) for a in args) else np.int32
-    return Tensor(np.arange(*args).astype(numpy_dtype(dtype)))
+    return Tensor(backend.to_device(np.arange(*args).astype(numpy_dtype(dtype))))
 
 
 def one_hot(indices, depth, on_value=1.0, off_value=0.0, axis=-1, dtype=np.float32, name=None):

@@ -2,7 +2,9 @@
 
 ``set_seed(s)`` makes every later draw reproducible; an op-level ``seed``
 alongside it gives that op its own reproducible stream.  Draws are made on
-the host and are plain (non-differentiable) tensors.
+the host by numpy's generator (so a seed gives the same numbers on every device) and moved
+once to the current device, or to the device of the tensor ``like`` they take their shape from;
+they are plain (non-differentiable) tensors.
 
 ``normal``, ``uniform``, ``truncated_normal`` and ``shuffle`` are stateful
 primitives (``RandomStandardNormal``, ``RandomUniform``, ``TruncatedNormal``,
@@ -14,6 +16,7 @@ shape of that tensor when it runs, so a graph traced with it fits any batch size
 """
 import numpy as np
 
+from .. import backend
 from ..core.context import context, RandomState
 from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive
@@ -55,17 +58,23 @@ def _draw_shape(like, shape):
     return like[0].shape if shape is None else shape
 
 
+def _on_device(host, like):
+    """Host draws moved to the device of ``like``'s tensor, or to the current device."""
+    return backend.to_device(host, like[0] if like else None)
+
+
 def _normal_kernel(*like, shape, mean, stddev, dtype, seed):
-    return _normal_array(_rng(seed), _draw_shape(like, shape), mean, stddev, dtype)
+    return _on_device(_normal_array(_rng(seed), _draw_shape(like, shape), mean, stddev, dtype), like)
 
 
 def _uniform_kernel(*like, shape, minval, maxval, dtype, seed):
-    return _uniform_array(_rng(seed), _draw_shape(like, shape), minval, maxval, dtype)
+    return _on_device(_uniform_array(_rng(seed), _draw_shape(like, shape), minval, maxval, dtype),
+                      like)
 
 
 def _shuffle_kernel(value, *, seed):
     """``value`` with its first axis in a random order."""
-    return value[_rng(seed).permutation(value.shape[0])]
+    return value[backend.to_device(_rng(seed).permutation(value.shape[0]), value)]
 
 
 def _truncated_normal_kernel(*like, shape, mean, stddev, dtype, seed):
@@ -76,7 +85,7 @@ def _truncated_normal_kernel(*like, shape, mean, stddev, dtype, seed):
     while bad.any():
         z[bad] = rng.standard_normal(int(bad.sum()))
         bad = np.abs(z) > 2
-    return (z * stddev + mean).astype(dtype)
+    return _on_device((z * stddev + mean).astype(dtype), like)
 
 
 NORMAL = def_primitive("RandomStandardNormal", _normal_kernel, stateful=True)
@@ -156,13 +165,14 @@ class Generator:
         return cls(int(seed))
 
     def normal(self, shape, mean=0.0, stddev=1.0, dtype=np.float32, name=None):
-        return Tensor(_normal_array(self._rng, static_shape(shape), float(mean), float(stddev),
-                                    numpy_dtype(dtype)))
+        return Tensor(backend.to_device(_normal_array(self._rng, static_shape(shape), float(mean),
+                                                      float(stddev), numpy_dtype(dtype))))
 
     def uniform(self, shape, minval=0, maxval=None, dtype=np.float32, name=None):
         dt = numpy_dtype(dtype)
         minval, maxval = _uniform_bounds(minval, maxval, dt)
-        return Tensor(_uniform_array(self._rng, static_shape(shape), minval, maxval, dt))
+        return Tensor(backend.to_device(_uniform_array(self._rng, static_shape(shape), minval,
+                                                       maxval, dt)))
 
 
 # --- categorical: class indices drawn from logits ------------------------------------------------
@@ -173,8 +183,8 @@ def _categorical_kernel(logits, *, num_samples, dtype, seed):
     batch, classes = logits.shape
     gumbel = -np.log(-np.log(rng.uniform(np.finfo(np.float64).tiny, 1.0,
                                          (batch, num_samples, classes))))
-    host = np.asarray(logits, dtype=np.float64)  # draws are made on the host, as the others
-    return np.argmax(host[:, None, :] + gumbel, axis=-1).astype(dtype)
+    host = np.asarray(backend.to_host(logits), dtype=np.float64)  # drawn on the host, as the others
+    return backend.to_device(np.argmax(host[:, None, :] + gumbel, axis=-1).astype(dtype), logits)
 
 
 CATEGORICAL = def_primitive("Multinomial", _categorical_kernel, stateful=True)

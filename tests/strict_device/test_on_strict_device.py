@@ -1,0 +1,67 @@
+"""tapeflow on the strict stand-in: tensors born on the device, and a small model's forward,
+backward and optimizer step give the numbers numpy gives."""
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow import backend
+from strict_device.strict_array import MODULE, StrictArray
+
+
+@pytest.fixture
+def strict_gpu():
+    previous = backend.use_gpu_module(MODULE, StrictArray)
+    yield
+    backend.use_gpu_module(*previous)
+
+
+def test_the_stand_in_is_listed_as_a_gpu(strict_gpu):
+    assert [d.device_type for d in tf.config.list_physical_devices("GPU")] == ["GPU"]
+
+
+def test_creation_initializers_and_draws_are_born_on_the_device(strict_gpu):
+    with tf.device("/GPU:0"):
+        made = [tf.zeros([2, 3]), tf.ones([2]), tf.fill([2], 3.0), tf.eye(2), tf.range(4),
+                tf.linspace(0.0, 1.0, 3), tf.random.normal([2]), tf.random.uniform([2]),
+                tf.random.truncated_normal([2]), tf.random.Generator.from_seed(1).normal([2]),
+                tf.keras.initializers.GlorotUniform(seed=1)([3, 2]),
+                tf.keras.initializers.Orthogonal(seed=1)([3, 3]),
+                tf.keras.initializers.Constant(2.0)([2]), tf.keras.initializers.Zeros()([2])]
+    for t in made:
+        assert isinstance(t._value, StrictArray), t
+        assert t.device == "GPU:0"
+
+
+def test_a_seed_gives_the_same_draws_on_either_device(strict_gpu):
+    tf.random.set_seed(3)
+    host = tf.random.normal([4]).numpy()
+    tf.random.set_seed(3)
+    with tf.device("/GPU:0"):
+        device = tf.random.normal([4])
+    np.testing.assert_array_equal(device.numpy(), host)
+
+
+def _train_one_step():
+    tf.keras.backend.clear_session()
+    tf.random.set_seed(0)
+    x = tf.random.normal([8, 4])
+    y = tf.random.normal([8, 1])
+    model = tf.keras.Sequential([tf.keras.layers.Dense(5, activation="tanh"),
+                                 tf.keras.layers.Dense(1)])
+    optimizer = tf.keras.optimizers.SGD(0.1)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x) - y))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss, grads, model.trainable_variables
+
+
+def test_a_model_step_on_the_device_matches_numpy(strict_gpu):
+    with tf.device("/CPU:0"):
+        want = _train_one_step()
+    with tf.device("/GPU:0"):
+        got = _train_one_step()
+    assert isinstance(got[0]._value, StrictArray)
+    for w, g in zip(tf.nest.flatten(want), tf.nest.flatten(got)):
+        assert isinstance(g._value, StrictArray)
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
