@@ -2,6 +2,7 @@
 
     tapeflow train configs/housing.yaml                 train; everything lands in runs/housing/
     tapeflow train configs/housing.yaml --resume        go on from the last good checkpoint
+    mpiexec -n 2 tapeflow train configs/housing.yaml    data-parallel on 2 MPI ranks
     tapeflow evaluate runs/housing                      the test metrics of the trained model
     tapeflow predict runs/housing --input x.csv --output y.csv
     tapeflow inspect runs/housing                       architecture, optimizer, epoch, config
@@ -149,7 +150,8 @@ def main(argv=None):
     try:
         return args.run(args)
     except UserError as e:
-        print(f"tapeflow {args.command}: error: {e}", file=sys.stderr)
+        if not getattr(e, "quiet", False):  # under MPI, rank 0 prints what every rank raised
+            print(f"tapeflow {args.command}: error: {e}", file=sys.stderr)
         return USER_ERROR
     except KeyboardInterrupt:
         print(f"tapeflow {args.command}: interrupted", file=sys.stderr)

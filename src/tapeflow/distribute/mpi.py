@@ -81,20 +81,25 @@ class Communicator:
         if self.size < 2 or getattr(sys.excepthook, "_tapeflow_rank", None) is not None:
             return
         previous = sys.excepthook
-        comm, rank, size = self.comm, self.rank, self.size
+        rank, size = self.rank, self.size
 
         def abort_all_ranks(kind, value, traceback):
-            # the message first, and a moment for mpiexec to pass it on: Abort kills the
-            # processes that forward output, and what they hold then is lost
             sys.stderr.write(f"tapeflow.distribute: rank {rank} of {size} raised "
                              f"{kind.__name__}; aborting all ranks\n")
             sys.stderr.flush()
             previous(kind, value, traceback)
-            sys.stderr.flush()
-            time.sleep(_OUTPUT_GRACE_S)
-            comm.Abort(1)
+            self.abort("", code=1)
         abort_all_ranks._tapeflow_rank = rank
         sys.excepthook = abort_all_ranks
+
+    def abort(self, message, code):
+        """Write ``message`` to stderr and end every rank with exit status ``code``."""
+        # the message first, and a moment for mpiexec to pass it on: Abort kills the
+        # processes that forward output, and what they hold then is lost
+        sys.stderr.write(message)
+        sys.stderr.flush()
+        time.sleep(_OUTPUT_GRACE_S)
+        self.comm.Abort(code)
 
 
 def oversubscription(local_ranks, threads, cores):

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import callbacks as callbacks_module
 from ..core.context import context, reset
+from ..distribute import launch
 from ..ops import random as random_ops
 from . import checkpoint as ckpt_io
 from .build import build_model
@@ -73,14 +74,26 @@ def train(config, *, output=None, resume=False, overrides=(), seed=None, device=
         overrides.append(f"training.seed={int(seed)}")
     if device is not None:
         overrides.append(f"device={device}")
-    cfg, where, base_dir = _config(config, overrides)
-    check_device(cfg.device)
+    strategy = launch.trainer_strategy(ConfigError)  # None unless under mpiexec -n N>1
+    with launch.one_message(strategy, UserError, "tapeflow train: error: "):
+        return _train(strategy, config, output, resume, overrides, allow_builder, verbose, stream)
+
+
+def _train(strategy, config, output, resume, overrides, allow_builder, verbose, stream):
+    """``train`` on this process; under MPI every rank runs it, and each step that can fail on
+    a user's mistake runs ``together`` so that all ranks stop at it, or none."""
+    root = strategy is None or strategy.rank == 0  # the one that reads and writes the run
+    cfg, where, base_dir = launch.together(strategy, UserError, _config, config, overrides)
+    launch.together(strategy, UserError, check_device, cfg.device)
     run_dir = os.path.abspath(output or os.path.join(
         "runs", os.path.splitext(os.path.basename(where))[0]))
-    resumed = _resume_point(run_dir, cfg, where) if resume else None
-    if not resume:
-        _refuse_existing_run(run_dir)
-    resolved = resumed.config if resumed is not None else cfg.resolved()
+    launch.together(strategy, UserError, _same_as_rank_0, strategy, "config", cfg.resolved(),
+                    cfg.training.seed is not None)
+    resumed = launch.together(strategy, UserError, _run_dir_checked if root else _nothing,
+                              run_dir, cfg, where, resume)
+    resumed = launch.broadcast(strategy, resumed)
+    resolved = resumed.config if resumed is not None else launch.broadcast(strategy,
+                                                                           cfg.resolved())
     if resumed is not None:  # the run's config, with only what a resume may change taken anew
         resolved = dict(resolved, training=dict(resolved["training"],
                                                 epochs=cfg.training.epochs),
@@ -88,22 +101,55 @@ def train(config, *, output=None, resume=False, overrides=(), seed=None, device=
         cfg = RunConfig.model_validate(resolved)
         if isinstance(resumed, _NoCheckpointYet):
             resumed = None
-    dataset = load_data(cfg.data, base_dir)
+    dataset = launch.together(strategy, UserError, load_data, cfg.data, base_dir)
+    launch.together(strategy, UserError, _same_as_rank_0, strategy, "data fingerprint",
+                    dataset.fingerprint, True)
     if resumed is not None and resumed.training["data_fingerprint"] != dataset.fingerprint:
         raise CheckpointError(f"{resumed.path}: the data differ from those the run was trained "
                               f"on (their fingerprints differ); resume with the same data")
     reset()  # a fresh context: layer names and the random state as in a new process
     random_ops.set_seed(resolved["training"]["seed"])
-    model = build_model(cfg, dataset, where, base_dir, allow_builder)
-    os.makedirs(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR), exist_ok=True)
-    for directory in (run_dir, os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR)):
-        ckpt_io.clean_temporaries(directory)  # left by a crash mid-write; never read
-    _write_text(os.path.join(run_dir, CONFIG_NAME), dump_yaml(resolved))
-    trainer = _Trainer(model, cfg, resolved, dataset, base_dir, run_dir, verbose, stream)
+    with launch.scope(strategy):  # compiled inside: fit shards batches and sums gradients
+        model = launch.together(strategy, UserError, build_model, cfg, dataset, where,
+                                base_dir, allow_builder)
+    if root:
+        os.makedirs(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR), exist_ok=True)
+        for directory in (run_dir, os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR)):
+            ckpt_io.clean_temporaries(directory)  # left by a crash mid-write; never read
+        _write_text(os.path.join(run_dir, CONFIG_NAME), dump_yaml(resolved))
+    trainer = _Trainer(model, cfg, resolved, dataset, base_dir, run_dir, verbose and root,
+                       stream, strategy)
     if resumed is not None:
         trainer.restore(resumed)
     trainer.fit()
     return trainer.finish()
+
+
+def _run_dir_checked(run_dir, cfg, where, resume):
+    """Where a resumed run goes on from (None for a new run), the run directory checked."""
+    if resume:
+        return _resume_point(run_dir, cfg, where)
+    _refuse_existing_run(run_dir)
+    return None
+
+
+def _nothing(*args):
+    return None
+
+
+def _same_as_rank_0(strategy, what, mine, seed_given):
+    """Refuse to train when a rank's config (or data) differ from rank 0's, naming where:
+    the ranks would train different problems, or wait forever for one another."""
+    every = launch.gather(strategy, mine)
+    for rank, theirs in enumerate(every[1:], start=1):
+        if isinstance(mine, dict):
+            changed = _differences(every[0], theirs, seed_given, free=())
+            at = f" at {', '.join(changed)}"
+        else:
+            changed, at = theirs != every[0], ""
+        if changed:
+            raise ConfigError(f"MPI rank {rank}'s {what} differs from rank 0's{at}; every rank "
+                              f"must train the same config on the same data")
 
 
 def _config(config, overrides):
@@ -181,15 +227,17 @@ class _NoCheckpointYet:
         self.training = {"finished": False}
 
 
-def _differences(saved, current, seed_given, prefix=""):
+def _differences(saved, current, seed_given, prefix="", free=_RESUMABLE_CHANGES):
+    """The key paths where two configs differ, but for those in ``free`` (and the seed when
+    none was given)."""
     out = []
     for key in sorted(set(saved) | set(current)):
         path = f"{prefix}{key}"
-        if path.startswith(_RESUMABLE_CHANGES) or path == "training.seed" and not seed_given:
+        if path.startswith(free) or path == "training.seed" and not seed_given:
             continue
         a, b = saved.get(key), current.get(key)
         if isinstance(a, dict) and isinstance(b, dict):
-            out += _differences(a, b, seed_given, path + ".")
+            out += _differences(a, b, seed_given, path + ".", free)
         elif a != b:
             out.append(path)
     return out
@@ -207,8 +255,11 @@ def _write_text(path, text):
 class _Trainer:
     """The loop's state beyond the model: history, callbacks, checkpoints written."""
 
-    def __init__(self, model, cfg, resolved, dataset, base_dir, run_dir, verbose, stream):
+    def __init__(self, model, cfg, resolved, dataset, base_dir, run_dir, verbose, stream,
+                 strategy=None):
         self.model, self.cfg, self.resolved = model, cfg, resolved
+        self.strategy = strategy
+        self.writes = strategy is None or strategy.rank == 0  # under MPI, rank 0 alone
         self.data, self.base_dir, self.run_dir = dataset, base_dir, run_dir
         self.verbose, self.stream = verbose, stream
         self.history = {}
@@ -252,6 +303,8 @@ class _Trainer:
             self.best.epoch = callbacks["best"]["epoch"]
 
     def write(self, path, finished=False):
+        if not self.writes:
+            return
         state, arrays = self.training_state(finished)
         ckpt_io.write_checkpoint(path, self.model, state, arrays)
 
@@ -276,6 +329,11 @@ class _Trainer:
                            epochs=cfg.epochs, initial_epoch=self.epoch, shuffle=cfg.shuffle,
                            validation_data=validation, validation_freq=cfg.validation.every,
                            callbacks=callbacks, verbose=0)
+        launch.together(self.strategy, UserError, self.check_loss)
+
+    def check_loss(self):
+        """The run's end when its loss turned NaN (the same on every rank: the logs are the
+        global batches')."""
         if self.nan_at is not None:
             epoch, step, value = self.nan_at
             last = ckpt_io.epoch_checkpoints(self.run_dir)
@@ -293,7 +351,7 @@ class _Trainer:
             self.stopped = True
         every = self.cfg.checkpoint.every
         last = self.epoch == self.cfg.training.epochs or self.stopped
-        if self.epoch % every == 0 or last:
+        if (self.epoch % every == 0 or last) and self.writes:
             self.write(ckpt_io.epoch_path(self.run_dir, self.epoch))
             ckpt_io.prune(self.run_dir, self.cfg.checkpoint.keep_last)
         if self.best is not None and self.best.improves(logs, epoch):
@@ -304,14 +362,17 @@ class _Trainer:
         if self.early_stopping is not None and self.early_stopping.restore_best_weights \
                 and self.early_stopping.best_weights is not None:
             self.model.set_weights(self.early_stopping.best_weights)
-        self.write(os.path.join(self.run_dir, ckpt_io.FINAL_NAME), finished=True)
-        test = self.model.evaluate(self.data.x_test, self.data.y_test, verbose=0,
-                                   return_dict=True)
-        _write_text(os.path.join(self.run_dir, "test_metrics.json"),
-                    json.dumps(test, indent=2) + "\n")
-        write_history(self.run_dir, self.history)
-        if self.cfg.logging.plot and self.history:
-            plot_history(os.path.join(self.run_dir, "learning_curve.png"), self.history)
+        test = None
+        if self.writes:  # under MPI, rank 0 evaluates, writes, and tells the others
+            self.write(os.path.join(self.run_dir, ckpt_io.FINAL_NAME), finished=True)
+            test = self.model.evaluate(self.data.x_test, self.data.y_test, verbose=0,
+                                       return_dict=True)
+            _write_text(os.path.join(self.run_dir, "test_metrics.json"),
+                        json.dumps(test, indent=2) + "\n")
+            write_history(self.run_dir, self.history)
+            if self.cfg.logging.plot and self.history:
+                plot_history(os.path.join(self.run_dir, "learning_curve.png"), self.history)
+        test = launch.broadcast(self.strategy, test)
         if self.verbose:
             shown = " - ".join(f"{k}: {v:.4f}" for k, v in test.items())
             print(f"test: {shown}", file=self.stream)

@@ -1,0 +1,136 @@
+"""``mpiexec -n 2 tapeflow train CONFIG --output DIR``: the real command on two ranks.
+
+Rank 0 alone writes the run and prints; the 2-rank run ends with the weights of a 1-process
+run of the same config (global batch = the config's batch size); its checkpoint resumes with
+one process, and a 1-process checkpoint with two ranks; a user's mistake is one message and a
+nonzero exit on every rank, never a hang.  Skipped, saying why, without mpi4py or mpiexec.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tapeflow.training import checkpoint as ckpt_io
+
+from tests.trainer.helpers import cli, small_config, write_config
+from .test_mpi_strategy import ONE_THREAD, TIMEOUT_S, _mpiexec
+
+# Two ranks sum two half-batch gradients where one process takes one full-batch mean: the
+# same numbers added in another order.  Measured after 2 epochs (82 Adam steps): at most
+# 5e-7 apart on weights of magnitude ~1.
+TOLERANCE = dict(rtol=1e-5, atol=1e-5)
+EPOCHS = 2
+ENV = {**ONE_THREAD, "PYTHONUNBUFFERED": "1"}
+
+
+def _config(tmp_path, **training):
+    # no Dropout: its masks are drawn per shard, so they cannot match one process's
+    config = small_config(model={"layers": [{"Dense": {"units": 16, "activation": "relu"}},
+                                            {"Dense": {"units": 1}}]})
+    config["training"] = dict(config["training"], epochs=EPOCHS, **training)
+    return write_config(tmp_path / "run.yaml", config)
+
+
+def _mpi(ranks, *args, cwd):
+    """``mpiexec -n RANKS tapeflow ARGS...``; a CompletedProcess with text output."""
+    command = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "tapeflow.cli", *map(str, args)]
+    return subprocess.run(command, cwd=cwd, env={**os.environ, **ENV}, capture_output=True,
+                          text=True, timeout=TIMEOUT_S)
+
+
+def _weights(run_dir, name=ckpt_io.FINAL_NAME):
+    return ckpt_io.read_checkpoint(os.path.join(run_dir, name)).variables
+
+
+def _files(run_dir):
+    return sorted(os.path.relpath(os.path.join(d, f), run_dir)
+                  for d, _, names in os.walk(run_dir) for f in names)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The same tiny config trained on 2 ranks and in 1 process."""
+    _mpiexec()
+    where = tmp_path_factory.mktemp("mpi_train")
+    config = _config(where)
+    two = _mpi(2, "train", config, "--output", where / "two", cwd=where)
+    assert two.returncode == 0, two.stderr
+    one = cli("train", config, "--output", where / "one", cwd=where, env=ENV)
+    assert one.returncode == 0, one.stderr
+    return where, config, two
+
+
+def test_rank_0_alone_writes_and_prints(runs):
+    where, _, two = runs
+    assert _files(where / "two") == _files(where / "one")
+    assert "test_metrics.json" in _files(where / "two")
+    # one progress line per epoch and one summary: rank 1 printed nothing
+    assert two.stdout.count(f"Epoch 1/{EPOCHS}") == 1, two.stdout
+    assert two.stdout.count("run directory:") == 1, two.stdout
+    assert "Traceback" not in two.stderr, two.stderr
+
+
+def test_two_ranks_end_with_one_process_weights(runs):
+    where = runs[0]
+    two, one = _weights(where / "two"), _weights(where / "one")
+    assert len(two) == len(one) > 0
+    for a, b in zip(one, two):
+        np.testing.assert_allclose(b, a, **TOLERANCE)
+
+
+def test_a_two_rank_checkpoint_resumes_with_one_process_and_back(runs):
+    where, config, _ = runs
+    longer = ("--set", f"training.epochs={EPOCHS + 1}")
+    straight = cli("train", config, "--output", where / "straight", *longer, cwd=where, env=ENV)
+    assert straight.returncode == 0, straight.stderr
+    shutil.copytree(where / "two", where / "two_then_one")
+    resumed = cli("train", config, "--output", where / "two_then_one", "--resume", *longer,
+                  cwd=where, env=ENV)
+    assert resumed.returncode == 0, resumed.stderr
+    shutil.copytree(where / "one", where / "one_then_two")
+    resumed = _mpi(2, "train", config, "--output", where / "one_then_two", "--resume", *longer,
+                   cwd=where)
+    assert resumed.returncode == 0, resumed.stderr
+    expected = _weights(where / "straight")
+    for name in ("two_then_one", "one_then_two"):
+        assert ckpt_io.read_checkpoint(where / name / ckpt_io.FINAL_NAME).epoch == EPOCHS + 1
+        for a, b in zip(expected, _weights(where / name)):
+            np.testing.assert_allclose(b, a, **TOLERANCE)
+
+
+def _one_message(result, fragment):
+    assert result.returncode != 0, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "tapeflow train: error:" in line]
+    assert len(lines) == 1 and fragment in lines[0], result.stderr
+
+
+def test_a_bad_config_is_one_message_on_every_rank(tmp_path):
+    _mpiexec()
+    config = _config(tmp_path)
+    result = _mpi(2, "train", config, "--set", "training.epochs=-1", "--output",
+                  tmp_path / "bad", cwd=tmp_path)
+    _one_message(result, "training.epochs")
+    assert not (tmp_path / "bad").exists()
+
+
+def test_an_existing_run_directory_found_by_rank_0_stops_every_rank(tmp_path):
+    _mpiexec()
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "notes.txt").write_text("mine")
+    result = _mpi(2, "train", _config(tmp_path), "--output", tmp_path / "taken", cwd=tmp_path)
+    _one_message(result, "already holds files")
+
+
+def test_a_rank_with_another_config_is_refused_naming_the_key(tmp_path):
+    config = _config(tmp_path)
+    base = [sys.executable, "-m", "tapeflow.cli", "train", str(config), "--output",
+            str(tmp_path / "run")]
+    command = [_mpiexec(), "-n", "1", *base, ":", "-n", "1", *base, "--set", "training.epochs=3"]
+    result = subprocess.run(command, cwd=tmp_path, env={**os.environ, **ENV},
+                            capture_output=True, text=True, timeout=TIMEOUT_S)
+    _one_message(result, "MPI rank 1's config differs from rank 0's at training.epochs")
+    assert not (tmp_path / "run").exists()
