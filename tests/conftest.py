@@ -46,3 +46,18 @@ def _fresh_context(request):
             yield
     else:
         yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under ``--device strict``, with TAPEFLOW_LEAK_LOG=path: append where each host leak
+    happened (the innermost tapeflow frame) to that file, to see which code leaks most."""
+    report = yield
+    path = os.environ.get("TAPEFLOW_LEAK_LOG")
+    if path and call.excinfo is not None and call.excinfo.typename == "HostLeak":
+        frames = [e for e in call.excinfo.traceback if "src/tapeflow" in str(e.path)]
+        where = (f"{str(frames[-1].path).split('src/')[-1]}:{frames[-1].lineno + 1}"
+                 if frames else "tests")
+        with open(path, "a") as log:
+            log.write(f"{where}\t{item.nodeid}\n")
+    return report

@@ -37,7 +37,7 @@ EPSILON = 1e-7
 
 __all__ = ["EPSILON", "numpy", "array_module", "to_host", "asarray", "is_array", "gpu_available",
            "special_function", "device_module", "to_device", "gpu_count", "gpu_missing",
-           "gpu_module", "use_gpu_module"]
+           "gpu_module", "use_gpu_module", "module_of"]
 
 _NO_CUPY = ("CuPy is not installed; install it with pip install 'tapeflow[gpu]' "
             "(needs an NVIDIA GPU and CUDA 12)")
@@ -99,6 +99,14 @@ def use_gpu_module(xp, array_type):
 
 def device_module():
     """The array module of the thread's current device (numpy unless inside a GPU ``tf.device``)."""
+    return PER_THREAD.context.xp
+
+
+def module_of(value):
+    """The array module of ``value``'s data; for a value with no data (a traced tensor's
+    shape-and-dtype stand-in), that of the current device, where its trace runs."""
+    if is_array(value):
+        return array_module(value)
     return PER_THREAD.context.xp
 
 

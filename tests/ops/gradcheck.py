@@ -29,6 +29,7 @@ import warnings
 import numpy as np
 
 import tapeflow as tf
+from tapeflow import backend
 
 __all__ = [
     "check_grads", "check_vjp", "check_hvp", "check_jacobian", "check_batch_jacobian",
@@ -57,8 +58,13 @@ def _flat_outputs(out):
     return [out]
 
 
+def _host(t):
+    """A tensor's value on the host (it may live on a device: ``pytest --device strict``)."""
+    return np.asarray(backend.to_host(t._value))
+
+
 def _values(outs):
-    return [np.asarray(o._value) for o in outs]
+    return [_host(o) for o in outs]
 
 
 def _evaluate(fn, arrays):
@@ -106,7 +112,7 @@ def tape_vjp(fn, arrays, ws):
         tape.watch(xs)
         loss = _weighted_sum(_flat_outputs(fn(*xs)), ws)
     grads = tape.gradient(loss, xs, unconnected_gradients="zero")
-    return [np.asarray(g._value) for g in grads]
+    return [_host(g) for g in grads]
 
 
 def _element_steps(fn, arrays, eps):
@@ -155,7 +161,7 @@ def tape_hvp(fn, arrays, ws, vs):
         grads = inner.gradient(loss, xs, unconnected_gradients="zero")
         dot = tf.add_n([tf.reduce_sum(g * tf.constant(v)) for g, v in zip(grads, vs)])
     hv = outer.gradient(dot, xs, unconnected_gradients="zero")
-    return [np.asarray(h._value) for h in hv]
+    return [_host(h) for h in hv]
 
 
 def check_hvp(fn, args, ws=None, vs=None, *, eps=EPS, rtol=RTOL, atol=ATOL, seed=0,
@@ -203,7 +209,7 @@ def _loop_jacobian(tape, out, xs):
         grads = tape.gradient(out, xs, output_gradients=tf.constant(onehot.reshape(oshape)),
                               unconnected_gradients="zero")
         for r, g in zip(rows, grads):
-            r[k] = np.asarray(g._value)
+            r[k] = _host(g)
     return [r.reshape(oshape + tuple(x._value.shape)) for r, x in zip(rows, xs)]
 
 
@@ -228,7 +234,7 @@ def check_jacobian(fn, args, *, chunk_sizes=(None, 2), rtol=1e-10, atol=1e-12):
                 got = tape.jacobian(out, xs, unconnected_gradients="zero", chunk_size=chunk)
             _no_loop_warning(caught, f"jacobian(chunk_size={chunk})")
             for i, (g, e) in enumerate(zip(got, expected)):
-                g = np.asarray(g._value)
+                g = _host(g)
                 if g.shape != e.shape:
                     raise AssertionError(f"jacobian(chunk_size={chunk}) of output {j} wrt arg {i} "
                                          f"has shape {g.shape}, expected {e.shape}")
@@ -249,7 +255,7 @@ def check_batch_jacobian(fn, x, *, chunk_sizes=(None, 2), rtol=1e-10, atol=1e-12
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(xt)
         out = fn(xt)
-    full = np.asarray(tape.jacobian(out, xt)._value)
+    full = _host(tape.jacobian(out, xt))
     b = x_arr.shape[0]
     oshape, xshape = tuple(out._value.shape), x_arr.shape
     if oshape[0] != b:
@@ -266,7 +272,7 @@ def check_batch_jacobian(fn, x, *, chunk_sizes=(None, 2), rtol=1e-10, atol=1e-12
             warnings.simplefilter("always")
             got = tape.batch_jacobian(out, xt, chunk_size=chunk)
         _no_loop_warning(caught, f"batch_jacobian(chunk_size={chunk})")
-        got = np.asarray(got._value)
+        got = _host(got)
         if got.shape != expected.shape:
             raise AssertionError(f"batch_jacobian(chunk_size={chunk}) has shape {got.shape}, "
                                  f"expected {expected.shape}")
@@ -280,7 +286,7 @@ def forward_jvp(fn, arrays, vs):
     xs = _tensors(arrays)
     with tf.autodiff.ForwardAccumulator(xs, [tf.constant(v) for v in vs]) as acc:
         outs = _flat_outputs(fn(*xs))
-    return [np.asarray(t._value) for t in acc.jvp(outs, unconnected_gradients="zero")]
+    return [_host(t) for t in acc.jvp(outs, unconnected_gradients="zero")]
 
 
 def numerical_jvp(fn, arrays, vs, eps=EPS):
@@ -325,7 +331,7 @@ def forward_over_reverse_hvp(fn, arrays, ws, vs):
             tape.watch(xs)
             loss = _weighted_sum(_flat_outputs(fn(*xs)), ws)
         grads = tape.gradient(loss, xs, unconnected_gradients="zero")
-    return [np.asarray(h._value) for h in acc.jvp(grads, unconnected_gradients="zero")]
+    return [_host(h) for h in acc.jvp(grads, unconnected_gradients="zero")]
 
 
 def check_forward_over_reverse(fn, args, ws=None, vs=None, **kw):

@@ -12,9 +12,23 @@ FIT = {"epochs": 20, "batch_size": 32}
 EXPECTED_FAILURES = {}
 
 
+class Builder:
+    """A model function whose repr is its name: the checks' test ids hold the estimator's repr,
+    and a function's holds its address, which differs between pytest-xdist's workers."""
+
+    def __init__(self, build):
+        self.build = build
+
+    def __call__(self, **kwargs):
+        return self.build(**kwargs)
+
+    def __repr__(self):
+        return self.build.__name__
+
+
 @parametrize_with_checks(
-    [tf.keras.wrappers.SKLearnRegressor(regression_mlp, fit_kwargs=FIT, random_state=0),
-     tf.keras.wrappers.SKLearnClassifier(softmax_classifier, fit_kwargs=FIT, random_state=0)],
+    [tf.keras.wrappers.SKLearnRegressor(Builder(regression_mlp), fit_kwargs=FIT, random_state=0),
+     tf.keras.wrappers.SKLearnClassifier(Builder(softmax_classifier), fit_kwargs=FIT, random_state=0)],
     expected_failed_checks=lambda estimator: EXPECTED_FAILURES)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)

@@ -419,7 +419,7 @@ _SCALAR_ONES = {}
 def _ones_like(t):
     """The default seed; a scalar target's is a shared constant (tensors are immutable)."""
     value = t._value
-    if value.ndim == 0 and backend.array_module(value) is np:
+    if value.ndim == 0 and backend.module_of(value) is np:
         one = _SCALAR_ONES.get(value.dtype)
         if one is None:
             one = _SCALAR_ONES[value.dtype] = Tensor(value.dtype.type(1))

@@ -326,9 +326,17 @@ def is_tensor(x):
 
 
 def _to_array(value, dtype):
-    """Python or numpy data as an array; Python data gets TensorFlow's default dtypes."""
+    """Python or host data as an array on the current device (``tf.device``), device data
+    where it is; Python data gets TensorFlow's default dtypes."""
+    xp = backend.device_module()
     if backend.is_array(value):
-        return value if dtype is None else value.astype(dtype, copy=False)
+        arr = value if dtype is None else value.astype(dtype, copy=False)
+        return arr if xp is np or backend.array_module(arr) is xp else xp.asarray(arr)
+    arr = _host_array(value, dtype)
+    return arr if xp is np else xp.asarray(arr)
+
+
+def _host_array(value, dtype):
     arr = np.asarray(value)
     if dtype is not None:
         if arr.dtype.kind == "f" and np.dtype(dtype).kind in "iub":
@@ -378,9 +386,14 @@ def constant(value, dtype=None, shape=None, name=None):
         shape = tuple(int(s) for s in shape)
         xp = backend.array_module(arr)
         arr = xp.broadcast_to(arr, shape) if arr.size == 1 else xp.reshape(arr, shape)
-    if backend.is_array(value) and (arr is value or backend.array_module(arr).shares_memory(arr, value)):
+    if backend.is_array(value) and (arr is value or _same_memory(arr, value)):
         arr = _owned_copy(arr)  # a constant never changes with the caller's array
     return Tensor(arr)
+
+
+def _same_memory(arr, value):
+    xp = backend.array_module(arr)
+    return xp is backend.array_module(value) and xp.shares_memory(arr, value)
 
 
 _LIFT_CACHE = {}
@@ -396,7 +409,8 @@ def lift(value, like):
         return value
     dtype = like._value.dtype
     if type(value) in (float, int, bool):
-        key = (type(value), value, dtype)
+        xp = backend.array_module(like._value)
+        key = (type(value), value, dtype, id(xp))  # on the device of ``like``, as CuPy needs
         if value == 0 and type(value) is float:
             key += (math.copysign(1.0, value),)  # -0.0 == 0.0, but they are different constants
         t = _LIFT_CACHE.get(key)
@@ -406,7 +420,8 @@ def lift(value, like):
                                 f"it would mix a float with an {dtype.name} tensor")
             if len(_LIFT_CACHE) > 4096:
                 _LIFT_CACHE.clear()
-            t = _LIFT_CACHE[key] = Tensor(dtype.type(value))
+            scalar = dtype.type(value)
+            t = _LIFT_CACHE[key] = Tensor(scalar if xp is np else xp.asarray(scalar))
         return t
     arr = value if backend.is_array(value) else np.asarray(value)
     if arr.dtype.kind in "fc" and dtype.kind in "iub":

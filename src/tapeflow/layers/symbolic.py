@@ -13,8 +13,8 @@ every unknown size set to 2, and again with 3 when there was one; a size that
 differs between the two is unknown (None) in the output.  The first trial call
 builds the layer, as its first call on data would.
 """
-import numpy as np
 
+from .. import backend
 from ..core import nest
 from ..core.context import init_scope
 from ..core.tensor import Tensor, TensorShape
@@ -146,7 +146,7 @@ def _trial_call(layer, args, kwargs, size):
         if not isinstance(t, KerasTensor):
             return t
         shape = tuple(size if d is None else d for d in t.shape)
-        return Tensor(np.zeros(shape, numpy_dtype(t.dtype)))
+        return Tensor(backend.device_module().zeros(shape, numpy_dtype(t.dtype)))
     shapes = ", ".join(str(tuple(t.shape)) for t in keras_tensors((args, kwargs)))
     args = nest.map_structure(zeros, args)
     kwargs = {k: nest.map_structure(zeros, v) for k, v in kwargs.items()}

@@ -30,6 +30,15 @@ def _as_array(value, dtype=None):
     return value
 
 
+def _kind(value):
+    """The dtype kind of array data ("f", "i" ...), None for None."""
+    if value is None:
+        return None
+    if isinstance(value, Tensor):
+        value = value._value
+    return (value if backend.is_array(value) else np.asarray(value)).dtype.kind
+
+
 def as_arrays(x, y=None, sample_weight=None, dtype=np.float32, where="fit"):
     """(x, y, sample_weight) as arrays of one length; clear errors for mismatches.  Each may be
     a list or dict of arrays (a model of several inputs or outputs): arrays in the same places."""
@@ -41,8 +50,7 @@ def as_arrays(x, y=None, sample_weight=None, dtype=np.float32, where="fit"):
         if arr is None or arr.ndim == 0:
             raise ValueError(f"{where}: {name} needs a batch axis (one row per sample), got "
                              f"{'None' if arr is None else 'a scalar'}")
-    y = map_arrays(lambda v: _as_array(
-        v, dtype if v is not None and np.asarray(v).dtype.kind == "f" else None), y)
+    y = map_arrays(lambda v: _as_array(v, dtype if _kind(v) == "f" else None), y)
     sample_weight = map_arrays(lambda v: _as_array(v, dtype), sample_weight)
     for name, arr in named_arrays(y, "y"):
         _require_numbers(arr, name, where)
@@ -54,7 +62,15 @@ def as_arrays(x, y=None, sample_weight=None, dtype=np.float32, where="fit"):
         if arr is not None and (arr.ndim == 0 or arr.shape[0] != n):
             raise ValueError(f"{where}: {first} has {n} samples but {name} has "
                              f"{arr.shape[0] if arr.ndim else 'none (a scalar)'}")
-    return x, y, sample_weight
+    # onto the current device once per call, not once per batch (no-op on the CPU)
+    return tuple(map_arrays(_on_device, a) for a in (x, y, sample_weight))
+
+
+def _on_device(value):
+    xp = backend.device_module()
+    if value is None or xp is np or backend.array_module(value) is xp:
+        return value
+    return xp.asarray(value)
 
 
 def is_structure(value):
@@ -63,7 +79,7 @@ def is_structure(value):
     if isinstance(value, dict):
         return True
     return isinstance(value, (list, tuple)) and any(
-        isinstance(v, (dict, Tensor)) or (backend.is_array(v) and np.ndim(v) > 0)
+        isinstance(v, (dict, Tensor)) or (backend.is_array(v) and v.ndim > 0)
         for v in value)
 
 
@@ -198,7 +214,11 @@ def batches(x, y, sample_weight, batch_size, shuffle=False, rng=None):
     sample weights, so the tuple is only as long as the data given.
     """
     n = num_samples(x)
-    order = rng.permutation(n) if shuffle else None
+    order = None
+    if shuffle:  # drawn on the host (the same order on every device), moved once per epoch
+        order = rng.permutation(n)
+        (_, first), *_ = named_arrays(x, "x")
+        order = backend.to_device(order, like=first)
     for start in range(0, n, batch_size):
         if order is None:
             sl = slice(start, start + batch_size)

@@ -25,7 +25,7 @@ def zeros(shape, dtype=np.float32, name=None):
 
 def zeros_on(shape, dtype, like):
     """Zeros on the device of array ``like`` (the autodiff core's zeros follow the data)."""
-    return Tensor(backend.array_module(like).zeros(static_shape(shape), dtype=numpy_dtype(dtype)))
+    return Tensor(backend.module_of(like).zeros(static_shape(shape), dtype=numpy_dtype(dtype)))
 
 
 def ones(shape, dtype=np.float32, name=None):
@@ -34,13 +34,13 @@ def ones(shape, dtype=np.float32, name=None):
 
 def zeros_like(input, dtype=None, name=None):  # noqa: A002 - TensorFlow's name
     value = as_tensor(input)._value
-    xp = backend.array_module(value)
+    xp = backend.module_of(value)
     return Tensor(xp.zeros(value.shape, dtype=numpy_dtype(dtype) or value.dtype))
 
 
 def ones_like(input, dtype=None, name=None):  # noqa: A002
     value = as_tensor(input)._value
-    xp = backend.array_module(value)
+    xp = backend.module_of(value)
     return Tensor(xp.ones(value.shape, dtype=numpy_dtype(dtype) or value.dtype))
 
 

@@ -404,8 +404,8 @@ def _example(leaf, shape, probe):
         dims = [1 if d is None else d for d in (leaf.shape or ())]
         if probe:
             dims = [2 if s is None else d for s, d in zip(leaf.shape or (), dims)]
-        return np.zeros(dims, numpy_dtype(leaf.dtype))
-    value = leaf._value if isinstance(leaf, Tensor) else np.asarray(leaf)
+        return backend.device_module().zeros(dims, numpy_dtype(leaf.dtype))
+    value = (leaf if isinstance(leaf, Tensor) else convert_to_tensor(leaf))._value
     if leaf.__class__ is SymbolicTensor:  # called inside another trace: that trace's example
         value = leaf._example
     if not probe or shape is None:

@@ -19,6 +19,7 @@ import os
 
 import numpy as np
 
+from .. import backend
 from ..core.context import context
 from ..core.tensor import Tensor, Variable, convert_to_tensor, lift
 from ..ops.arithmetic import add, subtract
@@ -288,7 +289,7 @@ class Tracer:
 
 def _zeros_example(t):
     ex = t._example if t.__class__ is SymbolicTensor else t._value
-    return np.zeros(ex.shape, ex.dtype)
+    return backend.array_module(ex).zeros(ex.shape, ex.dtype)
 
 
 def _as_tensor(g):

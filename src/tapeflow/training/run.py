@@ -28,8 +28,10 @@ import sys
 
 import numpy as np
 
+from .. import backend
 from .. import callbacks as callbacks_module
 from ..core.context import context, reset
+from ..device import device as tf_device
 from ..distribute import launch
 from ..ops import random as random_ops
 from . import checkpoint as ckpt_io
@@ -41,8 +43,8 @@ from .errors import CheckpointError, ConfigError, TrainingError, UserError
 __all__ = ["train", "Run", "check_device"]
 
 CONFIG_NAME = "config.yaml"
-# keys a resumed run may change: how long it trains, and how it reports
-_RESUMABLE_CHANGES = ("training.epochs", "logging.")
+# keys a resumed run may change: how long it trains, how it reports, and on which device
+_RESUMABLE_CHANGES = ("training.epochs", "logging.", "device")
 
 
 @dataclasses.dataclass
@@ -97,7 +99,7 @@ def _train(strategy, config, output, resume, overrides, allow_builder, verbose, 
     if resumed is not None:  # the run's config, with only what a resume may change taken anew
         resolved = dict(resolved, training=dict(resolved["training"],
                                                 epochs=cfg.training.epochs),
-                        logging=cfg.logging.model_dump(mode="json"))
+                        logging=cfg.logging.model_dump(mode="json"), device=cfg.device)
         cfg = RunConfig.model_validate(resolved)
         if isinstance(resumed, _NoCheckpointYet):
             resumed = None
@@ -107,6 +109,14 @@ def _train(strategy, config, output, resume, overrides, allow_builder, verbose, 
     if resumed is not None and resumed.training["data_fingerprint"] != dataset.fingerprint:
         raise CheckpointError(f"{resumed.path}: the data differ from those the run was trained "
                               f"on (their fingerprints differ); resume with the same data")
+    with _device_scope(cfg.device):
+        return _train_on_device(strategy, cfg, resolved, resumed, dataset, where, base_dir,
+                                allow_builder, run_dir, root, verbose, stream)
+
+
+def _train_on_device(strategy, cfg, resolved, resumed, dataset, where, base_dir, allow_builder,
+                     run_dir, root, verbose, stream):
+    """Build, train and finish the run: weights, data batches and draws on ``cfg.device``."""
     reset()  # a fresh context: layer names and the random state as in a new process
     random_ops.set_seed(resolved["training"]["seed"])
     with launch.scope(strategy):  # compiled inside: fit shards batches and sums gradients
@@ -164,22 +174,15 @@ def _config(config, overrides):
 
 
 def check_device(device):
-    """Refuse a GPU run with one message saying what is missing."""
-    if device != "gpu":
-        return
-    try:
-        import cupy
-    except ImportError:
-        raise ConfigError("device gpu: CuPy is not installed; install it with "
-                          "pip install 'tapeflow[gpu]' (needs an NVIDIA GPU and CUDA 12)") from None
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # noqa: BLE001 - CuPy raises its own CUDA errors
-        raise ConfigError(f"device gpu: CuPy is installed but finds no usable GPU ({e})") from None
-    if count == 0:
-        raise ConfigError("device gpu: CuPy is installed but this machine has no GPU")
-    raise ConfigError("device gpu: training on a GPU is not supported by the trainer yet "
-                      "(the GPU issue); use device: cpu")
+    """Refuse a GPU run with one message saying what is missing (CuPy, or a GPU)."""
+    missing = backend.gpu_missing() if device == "gpu" else None
+    if missing is not None:
+        raise ConfigError(f"device gpu: {missing}")
+
+
+def _device_scope(device):
+    """The ``tf.device`` block a run's model, data and training live in."""
+    return tf_device("/GPU:0" if device == "gpu" else "/CPU:0")
 
 
 def _refuse_existing_run(run_dir):

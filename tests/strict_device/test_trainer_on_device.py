@@ -1,0 +1,57 @@
+"""The trainer on a "GPU" (the strict stand-in): ``device: gpu`` trains the same numbers as the
+CPU, its data reach the device once, and its checkpoints resume on either device."""
+import numpy as np
+import pytest
+
+from tapeflow import backend, cli
+from tapeflow.training.run import train
+from tests.trainer.helpers import small_config
+
+from strict_device.strict_array import StrictArray
+
+
+def _weights(run):
+    return [np.asarray(w) for w in run.model.get_weights()]
+
+
+@pytest.fixture
+def cpu_run(tmp_path):
+    return train(small_config(), output=tmp_path / "cpu", verbose=False)
+
+
+def test_device_gpu_trains_the_numbers_the_cpu_trains(strict_gpu, tmp_path, cpu_run):
+    gpu_run = train(small_config(), output=tmp_path / "gpu", device="gpu", verbose=False)
+    assert all(isinstance(v._value, StrictArray) for v in gpu_run.model.variables)
+    for a, b in zip(_weights(cpu_run), _weights(gpu_run)):
+        np.testing.assert_array_equal(b, a)
+    assert gpu_run.history == cpu_run.history
+    assert gpu_run.test_metrics == cpu_run.test_metrics
+    assert gpu_run.config["device"] == "gpu"
+
+
+def test_a_gpu_checkpoint_resumes_on_the_cpu_and_back(strict_gpu, tmp_path, cpu_run):
+    short = small_config(training={"epochs": 2})
+    train(short, output=tmp_path / "run", device="gpu", verbose=False)  # stops after epoch 2
+    on_cpu = train(small_config(training={"epochs": 3}), output=tmp_path / "run", resume=True,
+                   device="cpu", verbose=False)
+    assert all(type(v._value) is np.ndarray for v in on_cpu.model.variables)
+    back = train(small_config(), output=tmp_path / "run", resume=True, device="gpu",
+                 verbose=False)
+    assert all(isinstance(v._value, StrictArray) for v in back.model.variables)
+    for a, b in zip(_weights(cpu_run), _weights(back)):
+        np.testing.assert_array_equal(b, a)  # as if it had never stopped or moved
+
+
+def test_the_cli_takes_device_gpu(strict_gpu, tmp_path, capsys):
+    import yaml
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(small_config(training={"epochs": 1})))
+    assert cli.main(["train", str(path), "--device", "gpu", "--output", str(tmp_path / "run")]) == 0
+    assert "device: gpu" in (tmp_path / "run" / "config.yaml").read_text()
+
+
+def test_without_a_gpu_the_trainer_names_what_is_missing(monkeypatch):
+    from tapeflow.training.errors import ConfigError
+    monkeypatch.setattr(backend, "gpu_missing", lambda: "CuPy is not installed; install it")
+    with pytest.raises(ConfigError, match="device gpu: CuPy is not installed; install it"):
+        train(small_config(), output="unused", device="gpu", verbose=False)
