@@ -407,10 +407,12 @@ def lift(value, like):
     """
     if isinstance(value, Tensor):
         return value
-    dtype = like._value.dtype
+    data = like._value
+    dtype = data.dtype
+    # on the device of ``like`` (CuPy refuses host arrays); numpy's ndarray checked first: cheap
+    xp = np if type(data) is np.ndarray else backend.module_of(data)
     if type(value) in (float, int, bool):
-        xp = backend.array_module(like._value)
-        key = (type(value), value, dtype, id(xp))  # on the device of ``like``, as CuPy needs
+        key = (type(value), value, dtype) if xp is np else (type(value), value, dtype, id(xp))
         if value == 0 and type(value) is float:
             key += (math.copysign(1.0, value),)  # -0.0 == 0.0, but they are different constants
         t = _LIFT_CACHE.get(key)
@@ -426,7 +428,7 @@ def lift(value, like):
     arr = value if backend.is_array(value) else np.asarray(value)
     if arr.dtype.kind in "fc" and dtype.kind in "iub":
         raise TypeError(f"Cannot combine a {dtype.name} tensor with float data {value!r}")
-    return Tensor(backend.asarray(arr, dtype=dtype, like=like._value))
+    return Tensor(xp.asarray(arr, dtype=dtype))
 
 
 def _numpy_repr(value):
