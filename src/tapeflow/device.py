@@ -11,9 +11,11 @@ import re
 import numpy as np
 
 from . import backend
+from .core import context as context_module
 from .core.context import PER_THREAD
 
-__all__ = ["device", "PhysicalDevice", "list_physical_devices", "parse_device", "GPUUnavailableError"]
+__all__ = ["device", "PhysicalDevice", "list_physical_devices", "parse_device", "GPUUnavailableError",
+           "set_default_device", "get_default_device"]
 
 PhysicalDevice = collections.namedtuple("PhysicalDevice", ["name", "device_type"])
 
@@ -81,3 +83,17 @@ def list_physical_devices(device_type=None):
     if "GPU" in kinds and backend.gpu_missing() is None:
         found += [PhysicalDevice(f"/physical_device:GPU:{i}", "GPU") for i in range(backend.gpu_count())]
     return found
+
+
+def set_default_device(device_name):
+    """Make ``device_name`` the device of code outside any ``tf.device`` block, in this thread
+    and in threads started later: one line at the top of a program picks its GPU."""
+    name, xp = _resolve(device_name)
+    context_module.DEFAULT_DEVICE = (name, xp)
+    ctx = PER_THREAD.context
+    ctx.device, ctx.xp = name, xp
+
+
+def get_default_device():
+    """The device ``set_default_device`` chose ("CPU:0" unless it was called)."""
+    return context_module.DEFAULT_DEVICE[0]

@@ -57,3 +57,31 @@ def test_a_model_step_on_the_device_matches_numpy(strict_gpu):
     for w, g in zip(tf.nest.flatten(want), tf.nest.flatten(got)):
         assert isinstance(g._value, StrictArray)
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+
+
+def test_a_default_device_holds_in_this_thread_and_in_new_threads(strict_gpu):
+    import threading
+    before = tf.config.get_default_device()
+    try:
+        tf.config.set_default_device("/GPU:0")
+        assert tf.config.get_default_device() == "GPU:0"
+        assert isinstance(tf.zeros([2])._value, StrictArray)
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append(tf.ones([2])._value))
+        thread.start()
+        thread.join()
+        assert isinstance(seen[0], StrictArray)
+        with tf.device("/CPU:0"):  # a block still wins
+            assert type(tf.zeros([2])._value) is np.ndarray
+    finally:
+        tf.config.set_default_device("/CPU:0" if before == "CPU:0" else before)
+    assert tf.config.get_default_device() == before
+
+
+def test_a_default_gpu_without_one_is_refused_and_changes_nothing(monkeypatch):
+    from tapeflow import backend
+    from tapeflow.device import GPUUnavailableError
+    monkeypatch.setattr(backend, "gpu_missing", lambda: "CuPy is not installed")
+    with pytest.raises(GPUUnavailableError, match="CuPy is not installed"):
+        tf.config.set_default_device("/GPU:0")
+    assert tf.config.get_default_device() == "CPU:0"

@@ -43,6 +43,10 @@ class RandomState:
         self.op_counts = dict(counts)
 
 
+# The device of a thread outside any ``tf.device`` block (tf.config.set_default_device).
+DEFAULT_DEVICE = ("CPU:0", np)
+
+
 class Context:
     """One thread's state; ``context()`` is the calling thread's.
 
@@ -62,8 +66,8 @@ class Context:
         self.name_scopes = []       # names of the layers being called or built, outermost first
         self.name_counts = {}       # base name -> how many layers have taken it
         self.random = RandomState()
-        self.device = "CPU:0"       # the current device (tf.device), and its array module:
-        self.xp = np                # where new tensors are born (backend.device_module)
+        # the current device (tf.device) and its array module: where new tensors are born
+        self.device, self.xp = DEFAULT_DEVICE  # (backend.device_module)
         self.functions_run_eagerly = False
         self.active = False
 
