@@ -15,7 +15,7 @@ loss functions' names), wrapped in ``MeanMetricWrapper``, by the rules of
 from . import backend, losses
 from .core.tensor import Tensor
 from .metrics_base import (  # noqa: F401 - batch_size_tensor and _traced_sums: used by callers
-    Mean, Metric, Sum, _array, _match_rank, _tensor, _traced_sums, _traced_values, _tracing,
+    Mean, Metric, Sum, _array, _match_rank, _shape, _tensor, _traced_sums, _traced_values, _tracing,
     batch_size_tensor,
 )
 from .metrics_confusion import AUC, Precision, Recall
@@ -344,7 +344,7 @@ class CosineSimilarity(_FixedFunctionMetric):
 def match_accuracy(y_true, y_pred, name="accuracy"):
     """What Keras's compile makes of "accuracy"/"acc" given the data's shapes: binary when
     y_pred has one column, sparse when y_true has fewer axes (or one column), else categorical."""
-    t_shape, p_shape = tuple(_array(y_true).shape), tuple(_array(y_pred).shape)
+    t_shape, p_shape = _shape(y_true), _shape(y_pred)
     if p_shape[-1:] == (1,):
         return BinaryAccuracy(name=name)
     if len(t_shape) < len(p_shape) or (t_shape[-1:] == (1,) and p_shape[-1] > 1):

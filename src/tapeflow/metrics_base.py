@@ -36,12 +36,23 @@ __all__ = ["Metric", "Mean", "Sum", "batch_size_tensor", "array_function", "accu
 
 # --- array helpers ---------------------------------------------------------------------------
 def _array(x):
-    """The array under a tensor; Python data becomes an array with TensorFlow's default dtypes."""
+    """The array under a tensor, on the current device as ``convert_to_tensor`` puts data:
+    host data met inside a GPU ``tf.device`` moves there once per update (so it meets the
+    state born there); device data stays where it is.  Python data gets TensorFlow's
+    default dtypes."""
     if isinstance(x, Tensor):
-        return x._value
-    if backend.is_array(x):
+        x = x._value
+    elif not backend.is_array(x):
+        return convert_to_tensor(x)._value
+    xp = backend.device_module()
+    if xp is np or backend.array_module(x) is xp:
         return x
-    return convert_to_tensor(x)._value
+    return xp.asarray(x)
+
+
+def _shape(x):
+    """The shape of a tensor, array or Python data, without moving any data."""
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
 
 
 def _match_rank(a, b):
@@ -59,11 +70,19 @@ def _match_rank(a, b):
     return a, b
 
 
-def _add_to(variable, delta):
-    """variable += delta, on the device of the data (the state follows it there once)."""
+def _add_to(variable, delta, data=None):
+    """variable += delta.  The state is born on the current device, as the data of an
+    update is (``_array``); state born on another device follows the data (``delta``, or
+    the batch ``data`` when delta is a Python number) there once."""
     old = variable._value
-    xp = backend.array_module(old, delta)
-    variable._replace_value(xp.asarray(xp.asarray(old) + delta, dtype=old.dtype))
+    data = delta if data is None else data
+    if backend.array_module(old) is np:
+        if backend.array_module(data) is not np:
+            old = backend.to_device(old, like=data)
+    elif isinstance(data, np.ndarray):
+        old = backend.to_host(old)
+    xp = backend.array_module(old)
+    variable._replace_value(xp.asarray(old + delta, dtype=old.dtype))
 
 
 def _samplewise(values, sample_weight, reduce_name, dtype):
@@ -153,7 +172,8 @@ def batch_size_tensor(t):
 
 
 def _leading_size(array):
-    return np.asarray(array.shape[0] if array.ndim else 1, dtype=np.float32)
+    return backend.array_module(array).asarray(array.shape[0] if array.ndim else 1,
+                                               dtype=np.float32)
 
 
 def array_function(fn, *operands, **kwargs):
@@ -167,8 +187,8 @@ def array_function(fn, *operands, **kwargs):
 
 
 def scalar_zero(dtype):
-    """A result before any data: 0 (an array function of no operands)."""
-    return np.zeros((), dtype=dtype)
+    """A result before any data: 0 (an array function of no operands), on the current device."""
+    return backend.device_module().zeros((), dtype=dtype)
 
 
 def accumulate(variables, deltas):
@@ -259,7 +279,7 @@ class Metric:
 
 
 def _initial_value(initializer, shape, dtype):
-    xp = backend.numpy  # new state starts on the host; _add_to moves it to the data
+    xp = backend.device_module()  # state is born on the current device, as any variable
     if initializer == "zeros":
         return xp.zeros(shape, dtype=dtype)
     if initializer == "ones":
@@ -303,11 +323,13 @@ class Mean(Metric):
             self._update_traced(values, sample_weight)
             return
         values = _array(values)
-        if values.ndim == 0 and values.dtype == self.total._value.dtype and (
-                sample_weight is None or isinstance(sample_weight, (int, float))):
+        total = self.total._value
+        if values.ndim == 0 and values.dtype == total.dtype and (
+                sample_weight is None or isinstance(sample_weight, (int, float))) and \
+                backend.array_module(values) is backend.array_module(total):
             # one scalar with a plain weight (fit's running loss, every step): nothing to reshape
             weight = 1 if sample_weight is None else sample_weight
-            self.total._replace_value(self.total._value + values * values.dtype.type(weight))
+            self.total._replace_value(total + values * values.dtype.type(weight))
             self.count._replace_value(self.count._value + self.count._value.dtype.type(weight))
             return
         self._update_with_values(values, sample_weight)
@@ -325,7 +347,7 @@ class Mean(Metric):
             count = xp.sum(weights)
         else:
             count = values.shape[0] if values.ndim else 1
-        _add_to(self.count, count)
+        _add_to(self.count, count, data=values)
 
     def result(self):
         if _tracing():

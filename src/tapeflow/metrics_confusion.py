@@ -15,7 +15,7 @@ from the top, instead of comparing every prediction with every threshold.
 import numpy as np
 
 from . import backend
-from .metrics_base import Metric, accumulate, array_function, scalar_zero
+from .metrics_base import Metric, _shape, accumulate, array_function, scalar_zero
 
 __all__ = ["Precision", "Recall", "AUC"]
 
@@ -311,7 +311,7 @@ class AUC(Metric):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         if self.multi_label and self.num_labels is None:
-            shape = tuple(getattr(y_pred, "shape", np.shape(y_pred)))
+            shape = _shape(y_pred)
             self._build(shape[-1] if shape else 1)  # the first batch says how many labels
         operands = (y_true, y_pred) + (() if sample_weight is None else (sample_weight,))
         counts = array_function(

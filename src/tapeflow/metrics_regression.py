@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from . import backend
-from .metrics_base import Metric, accumulate, array_function, scalar_zero
+from .metrics_base import Metric, _shape, accumulate, array_function, scalar_zero
 
 __all__ = ["R2Score"]
 
@@ -104,7 +104,7 @@ class R2Score(Metric):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         if self._sums is None:
-            shape = tuple(getattr(y_pred, "shape", np.shape(y_pred)))
+            shape = _shape(y_pred)
             self._build(shape[-1] if len(shape) == 2 else 1)
         operands = (y_true, y_pred) + (() if sample_weight is None else (sample_weight,))
         sums = array_function(_r2_sums, *operands, dtype=self._dtype)
