@@ -8,8 +8,9 @@ themselves and their names; its family files import from here, never the other w
 
 Updates are not differentiated: eagerly they run on the arrays themselves
 (numpy, or CuPy where the data is) because ``fit`` calls them every batch and no
-tape needs to see them.  A state array moves to the data's device on its first
-update and stays there.
+tape needs to see them.  The state is born on the current device (``tf.device``),
+as any variable; host batches met there move to it once per update, and state born
+on another device follows the data on its first update and stays there.
 
 Inside ``tf.function`` (a traced training step) the same array code runs as two
 non-differentiable primitives, ``MetricValues`` (an array function's values: a
