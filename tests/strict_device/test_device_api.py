@@ -97,3 +97,13 @@ def test_bad_device_names_are_one_clear_error(name, error):
 def test_unknown_device_type_is_refused():
     with pytest.raises(ValueError, match="device type"):
         tf.config.list_physical_devices("TPU")
+
+
+def test_the_cpu_install_pulls_no_cuda_package_and_the_gpu_extra_adds_cupy():
+    import pathlib
+    import tomllib
+    project = tomllib.loads((pathlib.Path(__file__).parents[2] / "pyproject.toml").read_text())
+    project = project["project"]
+    cuda = ("cupy", "cuda", "nvidia", "torch", "jax")
+    assert not [d for d in project["dependencies"] if d.lower().startswith(cuda)]
+    assert any(d.startswith("cupy-cuda") for d in project["optional-dependencies"]["gpu"])
