@@ -36,19 +36,32 @@ __all__ = ["Metric", "Mean", "Sum", "batch_size_tensor", "array_function", "accu
 
 
 # --- array helpers ---------------------------------------------------------------------------
-def _array(x):
-    """The array under a tensor, on the current device as ``convert_to_tensor`` puts data:
-    host data met inside a GPU ``tf.device`` moves there once per update (so it meets the
-    state born there); device data stays where it is.  Python data gets TensorFlow's
-    default dtypes."""
+def _data(x):
+    """The array under a tensor, or an array where it is; Python data becomes an array
+    (on the current device) with TensorFlow's default dtypes."""
     if isinstance(x, Tensor):
-        x = x._value
-    elif not backend.is_array(x):
-        return convert_to_tensor(x)._value
+        return x._value
+    if backend.is_array(x):
+        return x
+    return convert_to_tensor(x)._value
+
+
+def _array(x):
+    """``_data(x)`` on the current device, as ``convert_to_tensor`` puts data: host data met
+    inside a GPU ``tf.device`` moves there once per update (so it meets the state born
+    there); device data stays where it is."""
+    x = _data(x)
     xp = backend.device_module()
     if xp is np or backend.array_module(x) is xp:
         return x
     return xp.asarray(x)
+
+
+def _on(xp, a):
+    """Array ``a`` on the device of array module ``xp``, moved explicitly if it is elsewhere."""
+    if backend.array_module(a) is xp:
+        return a
+    return backend.to_host(a) if xp is np else xp.asarray(a)
 
 
 def _shape(x):
@@ -97,7 +110,8 @@ def _samplewise(values, sample_weight, reduce_name, dtype):
     values = values.astype(dtype, copy=False)
     weights = None
     if sample_weight is not None:
-        weights = xp.asarray(_array(sample_weight), dtype=dtype)
+        # weights meet the values where they are: in a kernel, neither is moved by the context
+        weights = xp.asarray(_on(xp, _data(sample_weight)), dtype=dtype)
         values, weights = _match_rank(values, weights)
         if values.ndim > weights.ndim:
             values = reduce(values, axis=tuple(range(weights.ndim, values.ndim)))
