@@ -29,10 +29,24 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "child_process: the test runs tapeflow in child processes "
+                            "(the CLI, an example, mpiexec), which the strict device does not reach")
     if config.getoption("--device") == "strict":
         from tapeflow import backend
         from strict_device.strict_array import MODULE, StrictArray
         backend.use_gpu_module(MODULE, StrictArray)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under ``--device strict``, skip tests whose tapeflow runs in child processes: those run on
+    numpy whatever this process's device is, so the numpy run already covers them."""
+    if config.getoption("--device") != "strict":
+        return
+    skip = pytest.mark.skip(reason="tapeflow runs in a child process, on numpy: the strict "
+                                   "device does not reach it (covered by the numpy run)")
+    for item in items:
+        if item.get_closest_marker("child_process"):
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,10 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.child_process  # runs the example in a child process
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
