@@ -129,6 +129,7 @@ def test_a_rank_that_raises_aborts_every_rank_naming_it(tmp_path):
     done, _ = _run(tmp_path, "raise-on-rank-1", 2)  # a hang would raise TimeoutExpired
     assert done.returncode != 0
     assert "rank 1 of 2 raised RuntimeError" in done.stderr
+    assert "was lost" not in done.stderr  # an abort on purpose: the watch stays quiet
 
 
 def test_a_rank_with_other_data_is_refused_naming_it(tmp_path):
@@ -137,10 +138,16 @@ def test_a_rank_with_other_data_is_refused_naming_it(tmp_path):
     assert "rank 1's first global batch differs from rank 0's" in done.stderr
 
 
-def test_a_killed_rank_ends_the_run_nonzero(tmp_path):
+def test_a_killed_rank_ends_the_run_nonzero_naming_it(tmp_path):
     done, _ = _run(tmp_path, "kill-rank-1", 2)  # a hang would raise TimeoutExpired
     assert done.returncode != 0
-    assert "Killed" in done.stdout + done.stderr  # mpiexec's report names the process's pid
+    # the watch's line (mpiexec's own report names a pid, at times a survivor's)
+    assert "tapeflow.distribute: rank 1 of 2 (pid " in done.stderr, done.stderr
+    assert "rank 0 of 2" not in done.stderr, done.stderr
+
+
+def test_a_normal_run_reports_no_lost_rank(two_ranks):
+    assert "was lost" not in two_ranks[0].stderr
 
 
 def test_oversubscription_warning_says_how_many_threads():

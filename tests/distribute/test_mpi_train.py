@@ -3,12 +3,16 @@
 Rank 0 alone writes the run and prints; the 2-rank run ends with the weights of a 1-process
 run of the same config (global batch = the config's batch size); its checkpoint resumes with
 one process, and a 1-process checkpoint with two ranks; a user's mistake is one message and a
-nonzero exit on every rank, never a hang.  Skipped, saying why, without mpi4py or mpiexec.
+nonzero exit on every rank, never a hang; a rank killed mid-run is named, and the run resumes
+from its last checkpoint with one process.  Skipped, saying why, without mpi4py or mpiexec.
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import uuid
 
 import numpy as np
 import pytest
@@ -134,3 +138,54 @@ def test_a_rank_with_another_config_is_refused_naming_the_key(tmp_path):
                             capture_output=True, text=True, timeout=TIMEOUT_S)
     _one_message(result, "MPI rank 1's config differs from rank 0's at training.epochs")
     assert not (tmp_path / "run").exists()
+
+
+def _rank_pid(tag, rank):
+    """The pid of MPI rank ``rank`` of the run whose environment holds ``tag`` (None yet)."""
+    wanted = {f"TAPEFLOW_TEST_RUN={tag}".encode(), f"PMI_RANK={rank}".encode()}
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if wanted <= set(f.read().split(b"\0")):
+                    return int(entry)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def test_a_killed_rank_is_named_and_one_process_resumes_its_run(tmp_path):
+    _mpiexec()
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("finding rank 1's pid reads /proc")
+    epochs, run = 8, tmp_path / "run"
+    config, tag = _config(tmp_path), uuid.uuid4().hex
+    longer = ("--set", f"training.epochs={epochs}")
+    command = [_mpiexec(), "-n", "2", sys.executable, "-m", "tapeflow.cli", "train", str(config),
+               "--output", str(run), *longer]
+    mpi = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, **ENV,
+                                                       "TAPEFLOW_TEST_RUN": tag},
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while not ckpt_io.epoch_checkpoints(str(run)):  # written whole (renamed into place)
+            assert mpi.poll() is None and time.monotonic() < deadline, mpi.communicate()
+            time.sleep(0.01)
+        victim = _rank_pid(tag, 1)
+        assert victim is not None
+        os.kill(victim, signal.SIGKILL)
+        _, stderr = mpi.communicate(timeout=TIMEOUT_S)  # a hang raises TimeoutExpired
+    finally:
+        if mpi.poll() is None:
+            mpi.kill()
+            mpi.communicate()
+    assert mpi.returncode != 0
+    assert f"rank 1 of 2 (pid {victim} on host " in stderr, stderr
+    assert "rank 0 of 2" not in stderr, stderr
+    (newest, path), *_ = ckpt_io.epoch_checkpoints(str(run))
+    assert 1 <= newest < epochs
+    assert ckpt_io.read_checkpoint(path).epoch == newest  # reads back whole
+    resumed = cli("train", config, "--output", run, "--resume", *longer, cwd=tmp_path, env=ENV)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"Epoch {newest + 1}/{epochs}" in resumed.stdout, resumed.stdout  # went on from it
+    assert f"Epoch {newest}/{epochs}" not in resumed.stdout, resumed.stdout
+    assert ckpt_io.read_checkpoint(run / ckpt_io.FINAL_NAME).epoch == epochs

@@ -4,14 +4,19 @@ mpi4py is imported only when a communicator is made, so ``import tapeflow`` work
 without it, the error says how to install it.  Gradients, metrics and weights travel as one flat
 numpy buffer per call (ChainerMN's scheme: one collective per step, not one per variable).
 """
+import atexit
 import os
+import socket
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
 import numpy as np
 
 from .. import backend
+from . import watch
 
 __all__ = ["INSTALL_HINT", "Communicator", "host_array", "import_mpi", "oversubscription"]
 
@@ -86,7 +91,6 @@ class Communicator:
         def abort_all_ranks(kind, value, traceback):
             sys.stderr.write(f"tapeflow.distribute: rank {rank} of {size} raised "
                              f"{kind.__name__}; aborting all ranks\n")
-            sys.stderr.flush()
             previous(kind, value, traceback)
             self.abort("", code=1)
         abort_all_ranks._tapeflow_rank = rank
@@ -94,12 +98,37 @@ class Communicator:
 
     def abort(self, message, code):
         """Write ``message`` to stderr and end every rank with exit status ``code``."""
+        watch.tell(_watch_fd[0] if _watch_fd else None, watch.ENDING)  # no "lost" report
         # the message first, and a moment for mpiexec to pass it on: Abort kills the
         # processes that forward output, and what they hold then is lost
         sys.stderr.write(message)
         sys.stderr.flush()
         time.sleep(_OUTPUT_GRACE_S)
         self.comm.Abort(code)
+
+    def watch_ranks(self):
+        """Have a rank that is killed named (``distribute.watch``): the lowest rank of each
+        host starts the host's watcher; every rank holds its FIFO open and says when it exits
+        normally.  Once per process, whatever number of strategies it makes."""
+        if self.size < 2 or _watch_fd:
+            return
+        host = socket.gethostname()
+        local = {rank: pid for rank, pid, on in self.gather_objects((self.rank, os.getpid(), host))
+                 if on == host}
+        directory = None
+        if self.rank == min(local):
+            directory = tempfile.mkdtemp(prefix="tapeflow-mpi-watch-")
+            watch.make_fifos(directory, local)
+            subprocess.Popen(
+                [sys.executable, watch.__file__, directory, str(self.size), host,
+                 *(f"{rank}:{pid}" for rank, pid in sorted(local.items()))],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+        directory = self.gather_objects(directory)[min(local)]
+        _watch_fd.append(watch.open_for_rank(directory, self.rank))
+        atexit.register(watch.tell, _watch_fd[0], watch.FINISHED)
+
+
+_watch_fd = []  # this process's end of its watcher's FIFO, once the watch is started
 
 
 def oversubscription(local_ranks, threads, cores):

@@ -26,12 +26,14 @@ class MPIStrategy:
     """Synchronous data parallelism on MPI: one replica per rank of ``comm`` (``COMM_WORLD``).
 
     Launch with ``mpiexec -n N python script.py``.  An uncaught exception on any rank aborts
-    every rank, naming the one that raised, rather than leaving the others waiting.
+    every rank, naming the one that raised, rather than leaving the others waiting; a rank that
+    is killed is named by its host's watcher (``distribute.watch``).
     """
 
     def __init__(self, comm=None):
         self._comm = Communicator(comm)
         self._comm.abort_on_error()
+        self._comm.watch_ranks()
         self._comm.warn_if_oversubscribed()
         self.sync_random_state()
 
