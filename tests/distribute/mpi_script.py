@@ -5,7 +5,9 @@ housing-like data, then write rank 0's final weights and logs to ``argv[2]``.
 ``raise-on-rank-1`` / ``kill-rank-1`` (rank 1 raises, or is killed, after its first epoch;
 the others must not hang), ``other-data-on-rank-1`` (refused at the first step), or
 ``collectives`` (reduce / all_reduce / broadcast_variables, every rank's results to rank 0),
-or ``batchnorm`` (every rank's weights after fitting a model with BatchNormalization).
+or ``batchnorm`` (every rank's weights after fitting a model with BatchNormalization), or
+``backup`` (BackupAndRestore: a run stopped after 2 epochs, restored on every rank, against one
+never stopped), or ``backup-unseen-by-rank-1`` (refused: rank 1 finds no backup).
 """
 import json
 import os
@@ -67,9 +69,57 @@ def batchnorm(out):
             json.dump(every, f)
 
 
+def backup_unseen(out):
+    """Rank 1 does not see rank 0's backup (another directory): refused on every rank."""
+    x, y = housing_like()
+    strategy = tf.distribute.MPIStrategy()
+    where = os.path.abspath(f"backup{strategy.rank}")
+    with strategy.scope():
+        net = model()
+        net.compile(optimizer="adam", loss="mse")
+    net.fit(x, y, batch_size=64, epochs=1, verbose=0,
+            callbacks=[tf.keras.callbacks.BackupAndRestore("backup0", delete_checkpoint=False)])
+    net.fit(x, y, batch_size=64, epochs=2, verbose=0,
+            callbacks=[tf.keras.callbacks.BackupAndRestore(where)])
+
+
+def backup(out):
+    """2 epochs backed up, then a new model restored to 4: every rank's weights, its number of
+    save_weights calls and the restored fit's epochs, against 4 epochs straight, to rank 0."""
+    x, y = housing_like()
+    strategy = tf.distribute.MPIStrategy()
+    # rank 0 makes the directory: the same one on every rank (the test's working directory)
+    where = strategy._comm.broadcast_object(os.path.abspath("backup"))
+
+    def fitted(epochs, callbacks, initial=None):
+        tf.random.set_seed(7)
+        with strategy.scope():
+            net = model()
+            net.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss="mse")
+        saves = []
+        net.save_weights = lambda path, save=net.save_weights, **kw: (saves.append(path),
+                                                                      save(path, **kw))
+        history = net.fit(x, y, batch_size=64, epochs=epochs, verbose=0, callbacks=callbacks)
+        return net, len(saves), history.epoch
+    straight, _, _ = fitted(4, [])
+    _, saves, _ = fitted(2, [tf.keras.callbacks.BackupAndRestore(where, delete_checkpoint=False)])
+    resumed, _, epochs = fitted(4, [tf.keras.callbacks.BackupAndRestore(where)])
+    strategy._comm.gather_objects(None)  # rank 0's fit has ended (and deleted the backup)
+    got = {"saves": saves, "epochs": epochs, "left": sorted(os.listdir(where)) if
+           os.path.isdir(where) else None,
+           "straight": [w.tolist() for w in straight.get_weights()],
+           "resumed": [w.tolist() for w in resumed.get_weights()]}
+    every = strategy._comm.gather_objects(got)
+    if strategy.rank == 0:
+        with open(out + ".json", "w") as f:
+            json.dump(every, f)
+
+
 def main(mode, out):
-    if mode in ("collectives", "batchnorm"):
-        return {"collectives": collectives, "batchnorm": batchnorm}[mode](out)
+    modes = {"collectives": collectives, "batchnorm": batchnorm, "backup": backup,
+             "backup-unseen-by-rank-1": backup_unseen}
+    if mode in modes:
+        return modes[mode](out)
     tf.random.set_seed(7)
     x, y = housing_like()
     if mode == "other-data-on-rank-1" and _world_rank() == 1:

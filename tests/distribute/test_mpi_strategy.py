@@ -203,3 +203,23 @@ def test_one_rank_fit_is_plain_traced_fit():
     assert one_rank.train_function is not None  # traced, not the eager replica step
     for a, b in zip(plain.get_weights(), one_rank.get_weights()):
         np.testing.assert_array_equal(b, a)
+
+
+def test_backup_and_restore_rank_0_writes_every_rank_restores(tmp_path):
+    done, out = _run(tmp_path, "backup", 2)
+    assert done.returncode == 0, done.stderr
+    with open(out + ".json") as f:
+        rank0, rank1 = json.load(f)
+    assert rank0["saves"] == 2 and rank1["saves"] == 0  # one backup per epoch, by rank 0
+    for rank in (rank0, rank1):
+        assert rank["epochs"] == [2, 3]  # restored: went on after the backup's 2 epochs
+        assert rank["left"] is None  # the restored fit ended normally: backup deleted
+        for a, b in zip(rank["straight"], rank["resumed"]):
+            np.testing.assert_array_equal(np.array(b), np.array(a))  # as never stopped
+    assert rank0["resumed"] == rank1["resumed"]
+
+
+def test_a_backup_that_rank_1_does_not_see_stops_every_rank(tmp_path):
+    done, _ = _run(tmp_path, "backup-unseen-by-rank-1", 2)  # a hang raises TimeoutExpired
+    assert done.returncode != 0
+    assert "BackupAndRestore: MPI rank 1 found another backup" in done.stderr, done.stderr

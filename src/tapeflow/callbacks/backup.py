@@ -15,6 +15,11 @@ never interrupted, bit for bit.  With ``save_freq=N`` the epoch in progress is
 run again from its start with the weights of the last backup (as in Keras).
 Other callbacks' state (EarlyStopping's counts) is not backed up, as in Keras.
 A fit that ends normally deletes the backup (``delete_checkpoint=True``).
+
+Under ``tf.distribute.MPIStrategy`` rank 0 alone writes (and deletes) the backup; every rank
+restores from it, so ``backup_dir`` must be a directory all ranks see (a shared file system
+across machines).  The ranks check they restored the same backup; one that found another (or
+none) stops every rank with a message, rather than training a different number of steps.
 """
 import glob
 import json
@@ -57,12 +62,21 @@ class BackupAndRestore(Callback):
         """True when there is a backup to restore: ``fit`` then builds an unbuilt model first."""
         return os.path.exists(self._state_path)
 
+    @property
+    def _writes(self):
+        """False on MPI ranks other than 0: rank 0 alone writes the backup."""
+        from ..distribute.training import strategy_of  # distribute imports callbacks
+        strategy = strategy_of(self.model)
+        return strategy is None or strategy.rank == 0
+
     # --- restoring -------------------------------------------------------------------------------
     def on_train_begin(self, logs=None):
         self._batches_seen = 0
         self._epoch = 0
         state = self._read_state()
-        _remove_stray_files(self.backup_dir, keep=None if state is None else state["weights"])
+        _same_backup_on_every_rank(self.model, state, self.backup_dir)
+        if self._writes:
+            _remove_stray_files(self.backup_dir, keep=None if state is None else state["weights"])
         if state is None:
             return
         if not self.model.built:
@@ -107,6 +121,8 @@ class BackupAndRestore(Callback):
             self._backup(epoch + 1, None)
 
     def _backup(self, epochs_done, batch):
+        if not self._writes:
+            return
         os.makedirs(self.backup_dir, exist_ok=True)
         name = f"weights-{epochs_done:05d}" + ("" if batch is None else f"-{batch:06d}") \
             + ".weights.h5"
@@ -119,7 +135,7 @@ class BackupAndRestore(Callback):
         _remove_stray_files(self.backup_dir, keep=name)
 
     def on_train_end(self, logs=None):
-        if not self.delete_checkpoint or not os.path.isdir(self.backup_dir):
+        if not self.delete_checkpoint or not self._writes or not os.path.isdir(self.backup_dir):
             return
         if os.path.exists(self._state_path):
             os.remove(self._state_path)
@@ -128,6 +144,23 @@ class BackupAndRestore(Callback):
             os.rmdir(self.backup_dir)  # only when nothing else was put there
         except OSError:
             pass
+
+
+def _same_backup_on_every_rank(model, state, backup_dir):
+    """Under an MPIStrategy: raise on every rank when the ranks found different backups (or
+    some found none): they would start at different epochs and wait for each other forever."""
+    from ..distribute import launch, training  # distribute imports callbacks
+    strategy = training.strategy_of(model)
+    if strategy is None or strategy.num_replicas_in_sync < 2:
+        return
+    mine = None if state is None else (state["epoch"], state.get("batch"), state["weights"])
+    found = launch.gather(strategy, mine)
+    differing = [rank for rank, seen in enumerate(found) if seen != found[0]]
+    if differing:
+        raise ValueError(f"BackupAndRestore: MPI rank {differing[0]} found another backup in "
+                         f"{backup_dir} than rank 0 ({found[differing[0]]} against {found[0]}; "
+                         f"None: no backup); every rank restores rank 0's backup, so backup_dir "
+                         f"must be a directory all ranks see")
 
 
 def _remove_stray_files(directory, keep):
