@@ -7,7 +7,8 @@ the others must not hang), ``other-data-on-rank-1`` (refused at the first step),
 ``collectives`` (reduce / all_reduce / broadcast_variables, every rank's results to rank 0),
 or ``batchnorm`` (every rank's weights after fitting a model with BatchNormalization), or
 ``backup`` (BackupAndRestore: a run stopped after 2 epochs, restored on every rank, against one
-never stopped), or ``backup-unseen-by-rank-1`` (refused: rank 1 finds no backup).
+never stopped), or ``backup-unseen-by-rank-1`` (refused: rank 1 finds no backup), or
+``nccl-id`` (NCCL's unique id drawn by rank 0 and broadcast, on a stand-in nccl module).
 """
 import json
 import os
@@ -69,6 +70,34 @@ def batchnorm(out):
             json.dump(every, f)
 
 
+class FakeNccl:
+    """What MPIStrategy uses of ``cupy.cuda.nccl``, recording its calls."""
+
+    def __init__(self, unique_id=(7, 8, 9)):
+        self.unique_id, self.ids_drawn, self.made = unique_id, 0, []
+
+    def get_unique_id(self):
+        self.ids_drawn += 1
+        return self.unique_id
+
+    def NcclCommunicator(self, size, unique_id, rank):  # noqa: N802 - CuPy's name
+        self.made.append((size, unique_id, rank))
+        return object()  # one rank: never asked to all-reduce
+
+
+def nccl_id(out):
+    """A NCCL communicator on a stand-in nccl module whose ids differ by rank: what each
+    rank drew and was given, to rank 0."""
+    from tapeflow.distribute.nccl import NcclSum
+    strategy = tf.distribute.MPIStrategy()
+    fake = FakeNccl(unique_id=(strategy.rank, 100))
+    NcclSum(strategy._comm, fake)
+    every = strategy._comm.gather_objects({"ids_drawn": fake.ids_drawn, "made": fake.made})
+    if strategy.rank == 0:
+        with open(out + ".json", "w") as f:
+            json.dump(every, f)
+
+
 def backup_unseen(out):
     """Rank 1 does not see rank 0's backup (another directory): refused on every rank."""
     x, y = housing_like()
@@ -117,7 +146,7 @@ def backup(out):
 
 def main(mode, out):
     modes = {"collectives": collectives, "batchnorm": batchnorm, "backup": backup,
-             "backup-unseen-by-rank-1": backup_unseen}
+             "backup-unseen-by-rank-1": backup_unseen, "nccl-id": nccl_id}
     if mode in modes:
         return modes[mode](out)
     tf.random.set_seed(7)

@@ -8,8 +8,10 @@ import contextlib
 
 import numpy as np
 
+from .. import backend
 from ..core.tensor import Tensor
 from ..ops import random as random_ops
+from . import nccl as nccl_module
 from .mpi import Communicator, host_array
 
 __all__ = ["MPIStrategy", "current_strategy"]
@@ -35,6 +37,7 @@ class MPIStrategy:
         self._comm.abort_on_error()
         self._comm.watch_ranks()
         self._comm.warn_if_oversubscribed()
+        self._nccl = None  # made at the first all-reduce of device arrays
         self.sync_random_state()
 
     @property
@@ -94,16 +97,19 @@ class MPIStrategy:
         random_ops.restore_state(self._comm.broadcast_object(state, root=root))
 
     def _packed_sum(self, values, before, after):
-        """``after * sum over ranks of (before * value)`` for each value, in one Allreduce."""
-        present = [(i, host_array(v)) for i, v in enumerate(values) if v is not None]
+        """``after * sum over ranks of (before * value)`` for each value, in one all-reduce:
+        MPI's on host arrays, NCCL's where they are on a GPU (they stay there)."""
+        present = [(i, _data(v)) for i, v in enumerate(values) if v is not None]
         if not present:
             return list(values)
         arrays = [a for _, a in present]
-        dtype = np.result_type(*arrays)
-        buffer = np.concatenate([a.ravel() for a in arrays]).astype(dtype, copy=False)
+        xp = backend.array_module(*arrays)
+        arrays = [xp.asarray(a) for a in arrays]  # host scalars beside device arrays go there
+        dtype = np.result_type(*[a.dtype for a in arrays])
+        buffer = xp.concatenate([a.ravel() for a in arrays]).astype(dtype, copy=False)
         if before != 1.0:
             buffer *= dtype.type(before)
-        self._comm.sum_in_place(buffer)
+        self._summer(xp).sum_in_place(buffer)
         if after != 1.0:
             buffer *= dtype.type(after)
         out = list(values)
@@ -112,9 +118,26 @@ class MPIStrategy:
         return out
 
 
+    def _summer(self, xp):
+        """What sums a buffer of array module ``xp``: MPI for numpy, else NCCL."""
+        if xp is np:
+            return self._comm
+        if self._nccl is None:
+            self._nccl = nccl_module.NcclSum(self._comm, nccl_module.import_nccl())
+        return self._nccl
+
+
+def _data(value):
+    """The array of a tensor, variable or array, where it lives (host or device)."""
+    if isinstance(value, Tensor):
+        return value._value
+    return value if backend.is_array(value) else np.asarray(value)
+
+
 def _split(buffer, arrays):
     """``buffer`` cut back into pieces of the sizes of ``arrays``."""
-    return np.split(buffer, np.cumsum([a.size for a in arrays])[:-1])
+    ends = np.cumsum([a.size for a in arrays])
+    return [buffer[end - a.size:end] for a, end in zip(arrays, ends)]
 
 
 def _reduce_op(reduce_op):
