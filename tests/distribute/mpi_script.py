@@ -8,7 +8,8 @@ the others must not hang), ``other-data-on-rank-1`` (refused at the first step),
 or ``batchnorm`` (every rank's weights after fitting a model with BatchNormalization), or
 ``backup`` (BackupAndRestore: a run stopped after 2 epochs, restored on every rank, against one
 never stopped), or ``backup-unseen-by-rank-1`` (refused: rank 1 finds no backup), or
-``nccl-id`` (NCCL's unique id drawn by rank 0 and broadcast, on a stand-in nccl module).
+``nccl-id`` (NCCL's unique id drawn by rank 0 and broadcast, on a stand-in nccl module), or
+``inference`` (distribute.inference's evaluate / predict on shards against whole).
 """
 import json
 import os
@@ -98,6 +99,30 @@ def nccl_id(out):
             json.dump(every, f)
 
 
+def inference(out):
+    """A model fitted on 2 ranks, then evaluated and predicted on shards over the ranks and
+    whole in each process: every rank's results to rank 0."""
+    from tapeflow.distribute import inference as dist
+    x, y = housing_like()
+    w = np.linspace(0.5, 2.0, len(x)).astype("float32")
+    strategy = tf.distribute.MPIStrategy()
+    with strategy.scope():
+        net = model()
+        net.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss="mse",
+                    metrics=["mae", tf.keras.metrics.RootMeanSquaredError()],
+                    weighted_metrics=["mse"])
+        net.fit(x, y, batch_size=64, epochs=1, verbose=0)
+    sharded = dist.evaluate(net, x, y, batch_size=32, sample_weight=w, return_dict=True)
+    predicted = dist.predict(net, x, batch_size=32)
+    whole = net.evaluate(x, y, batch_size=32, sample_weight=w, verbose=0, return_dict=True)
+    got = {"sharded": sharded, "whole": whole, "listed": dist.evaluate(net, x, y),
+           "predicted": predicted.tolist(), "predicted_whole": net.predict(x, verbose=0).tolist()}
+    every = strategy._comm.gather_objects(got)
+    if strategy.rank == 0:
+        with open(out + ".json", "w") as f:
+            json.dump(every, f)
+
+
 def backup_unseen(out):
     """Rank 1 does not see rank 0's backup (another directory): refused on every rank."""
     x, y = housing_like()
@@ -146,7 +171,8 @@ def backup(out):
 
 def main(mode, out):
     modes = {"collectives": collectives, "batchnorm": batchnorm, "backup": backup,
-             "backup-unseen-by-rank-1": backup_unseen, "nccl-id": nccl_id}
+             "backup-unseen-by-rank-1": backup_unseen, "nccl-id": nccl_id,
+             "inference": inference}
     if mode in modes:
         return modes[mode](out)
     tf.random.set_seed(7)

@@ -223,3 +223,18 @@ def test_a_backup_that_rank_1_does_not_see_stops_every_rank(tmp_path):
     done, _ = _run(tmp_path, "backup-unseen-by-rank-1", 2)  # a hang raises TimeoutExpired
     assert done.returncode != 0
     assert "BackupAndRestore: MPI rank 1 found another backup" in done.stderr, done.stderr
+
+
+def test_evaluate_and_predict_on_shards_equal_one_process(tmp_path):
+    done, out = _run(tmp_path, "inference", 2)
+    assert done.returncode == 0, done.stderr
+    with open(out + ".json") as f:
+        every = json.load(f)
+    for got in every:  # every rank returns the whole data's figures
+        assert set(got["sharded"]) == set(got["whole"]) == {"loss", "mae",
+                                                            "root_mean_squared_error", "mse"}
+        for name, value in got["whole"].items():
+            np.testing.assert_allclose(got["sharded"][name], value, rtol=1e-6, err_msg=name)
+        assert len(got["listed"]) == 4  # evaluate's list, in metrics_names order
+        np.testing.assert_allclose(got["predicted"], got["predicted_whole"], rtol=1e-6)
+        assert len(got["predicted"]) == 193

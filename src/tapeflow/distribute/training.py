@@ -20,8 +20,8 @@ from ..models import data as data_module
 from .mpi import host_array
 from .strategy import current_strategy
 
-__all__ = ["current_strategy", "fit_callbacks", "reduce_gradients", "strategy_of",
-           "train_function"]
+__all__ = ["current_strategy", "fit_callbacks", "metric_logs", "metric_variables",
+           "reduce_gradients", "strategy_of", "train_function"]
 
 # Callbacks that write files: rank 0's alone, so that N ranks don't write the same file at once.
 _WRITERS = (callbacks_module.ModelCheckpoint, callbacks_module.CSVLogger,
@@ -88,7 +88,7 @@ class _ReplicaStep:
         # A batch shorter than the number of ranks leaves some ranks no rows: they run the step
         # on one row weighted 0 (so they join the Allreduce) and keep no metric update from it.
         shard = _rows(batch, *((lo, hi) if hi > lo else (0, 1)))
-        before = [_host(v) for v in _metric_variables(model)]
+        before = [_host(v) for v in metric_variables(model)]
         strategy._shard_sizes = (hi - lo, total)
         try:
             local_logs = model.train_step(shard)
@@ -134,7 +134,7 @@ def _sync_state(strategy, model, local_logs, before, rows, total):
     then the global batch's, the moving variance the rows-weighted mean of the shards' ones
     (each rank normalizes with its own shard's statistics, as Horovod's BatchNormalization does).
     """
-    metric_vars = _metric_variables(model)
+    metric_vars = metric_variables(model)
     layer_state = [v for v in model.non_trainable_variables if v.dtype.is_floating]
     if not metric_vars and not layer_state:
         return local_logs
@@ -145,12 +145,27 @@ def _sync_state(strategy, model, local_logs, before, rows, total):
         v.assign(b + d.numpy())
     for v, value in zip(layer_state, summed[len(metric_vars):]):
         v.assign(value.numpy())
+    return _logs_of_metrics(model, local_logs)
+
+
+def metric_logs(strategy, model, local_logs, before):
+    """Every rank's metric updates since ``before`` (the values of the metric variables) summed
+    into every rank's metrics (one Allreduce); ``local_logs`` with the metrics' new results."""
+    metric_vars = metric_variables(model)
+    deltas = [_host(v) - b for v, b in zip(metric_vars, before)]
+    for v, b, d in zip(metric_vars, before, strategy._packed_sum(deltas, before=1.0, after=1.0)):
+        v.assign(b + d.numpy())
+    return _logs_of_metrics(model, local_logs)
+
+
+def _logs_of_metrics(model, local_logs):
+    """``local_logs`` with each metric's (or loss tracker's) value read from the metric."""
     by_name = {m.name: m for m in model.metrics}
     by_name.update(dict(model._named_metrics()))
     return {k: by_name[k].result() if k in by_name else v for k, v in local_logs.items()}
 
 
-def _metric_variables(model):
+def metric_variables(model):
     return [v for m in model.metrics for v in m.variables]
 
 

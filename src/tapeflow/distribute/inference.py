@@ -1,0 +1,58 @@
+"""``evaluate`` and ``predict`` of a model under an ``MPIStrategy``: each rank takes its shard.
+
+Each rank evaluates (or predicts) one contiguous shard of the rows; evaluate's metric state is
+then summed over the ranks (one Allreduce), so every rank returns the values of the whole data,
+as one process's ``model.evaluate`` would; predict's outputs are gathered in rank order, so
+every rank returns all rows.  Without a strategy, or on one rank, they are ``model.evaluate`` /
+``model.predict``.  Arrays only (not datasets).  With fewer rows than ranks every rank does all
+of them.  ``Model.evaluate`` / ``predict`` do not call these yet (models/ is not this module's).
+"""
+import numpy as np
+
+from ..core import nest
+from ..models import data as data_module
+from .mpi import host_array
+from .training import metric_logs, metric_variables, strategy_of
+
+__all__ = ["evaluate", "predict"]
+
+
+def evaluate(model, x, y=None, batch_size=None, sample_weight=None, return_dict=False):
+    """``model.evaluate(x, y, ...)`` over every rank's shard; the same result on every rank."""
+    from ..models.model import _as_returned  # models import distribute
+    strategy, rows = strategy_of(model), data_module.num_samples(x)
+    whole = dict(batch_size=batch_size, verbose=0, return_dict=True)
+    if not _sharded(strategy, rows):
+        return _as_returned(model.evaluate(x, y, sample_weight=sample_weight, **whole),
+                            return_dict)
+    start, stop = _shard(strategy, rows)
+    model.reset_metrics()
+    before = [host_array(v) for v in metric_variables(model)]
+    x, y, sample_weight = (_rows(part, start, stop) for part in (x, y, sample_weight))
+    local = model.evaluate(x, y, sample_weight=sample_weight, **whole)
+    return _as_returned(metric_logs(strategy, model, local, before), return_dict)
+
+
+def predict(model, x, batch_size=None):
+    """``model.predict(x)`` over every rank's shard; every row's outputs on every rank."""
+    strategy, rows = strategy_of(model), data_module.num_samples(x)
+    if not _sharded(strategy, rows):
+        return model.predict(x, batch_size=batch_size, verbose=0)
+    start, stop = _shard(strategy, rows)
+    mine = model.predict(_rows(x, start, stop), batch_size=batch_size, verbose=0)
+    every = strategy._comm.gather_objects(mine)
+    flat = [nest.flatten(outputs) for outputs in every]
+    return nest.pack_sequence_as(every[0], [np.concatenate(parts) for parts in zip(*flat)])
+
+
+def _sharded(strategy, rows):
+    return strategy is not None and 1 < strategy.num_replicas_in_sync <= rows
+
+
+def _shard(strategy, rows):
+    size, rank = strategy.num_replicas_in_sync, strategy.rank
+    return rank * rows // size, (rank + 1) * rows // size
+
+
+def _rows(part, start, stop):
+    return None if part is None else data_module.map_arrays(lambda a: a[start:stop], part)
