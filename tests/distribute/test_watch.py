@@ -95,3 +95,13 @@ def test_without_a_watcher_a_rank_goes_on_unwatched(tmp_path):
     watch.make_fifos(str(tmp_path), [0])
     assert watch.open_for_rank(str(tmp_path), 0, timeout_s=0.05) is None
     watch.tell(None, watch.FINISHED)  # nothing to tell, no error
+
+
+def test_a_watcher_that_cannot_start_leaves_the_run_unwatched(monkeypatch):
+    from tapeflow.distribute import mpi
+
+    def no_room(**kwargs):
+        raise OSError("No space left on device")
+    monkeypatch.setattr(mpi.tempfile, "mkdtemp", no_room)
+    with pytest.warns(RuntimeWarning, match="no watch of the ranks on here .*No space left"):
+        assert mpi._start_watcher({0: 1, 1: 2}, 2, "here") is None

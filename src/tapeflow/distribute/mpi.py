@@ -115,20 +115,30 @@ class Communicator:
         host = socket.gethostname()
         local = {rank: pid for rank, pid, on in self.gather_objects((self.rank, os.getpid(), host))
                  if on == host}
-        directory = None
-        if self.rank == min(local):
-            directory = tempfile.mkdtemp(prefix="tapeflow-mpi-watch-")
-            watch.make_fifos(directory, local)
-            subprocess.Popen(
-                [sys.executable, watch.__file__, directory, str(self.size), host,
-                 *(f"{rank}:{pid}" for rank, pid in sorted(local.items()))],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+        directory = _start_watcher(local, self.size, host) if self.rank == min(local) else None
         directory = self.gather_objects(directory)[min(local)]
-        _watch_fd.append(watch.open_for_rank(directory, self.rank))
+        _watch_fd.append(None if directory is None else watch.open_for_rank(directory, self.rank))
         atexit.register(watch.tell, _watch_fd[0], watch.FINISHED)
 
 
 _watch_fd = []  # this process's end of its watcher's FIFO, once the watch is started
+
+
+def _start_watcher(local, size, host):
+    """Start the watcher of this host's ranks ``local`` ({rank: pid}); its directory, or None
+    (with a warning) where it cannot be started: the run goes on unwatched."""
+    try:
+        directory = tempfile.mkdtemp(prefix="tapeflow-mpi-watch-")
+        watch.make_fifos(directory, local)
+        subprocess.Popen([sys.executable, watch.__file__, directory, str(size), host,
+                          *(f"{rank}:{pid}" for rank, pid in sorted(local.items()))],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         start_new_session=True)
+    except OSError as e:
+        warnings.warn(f"MPIStrategy: no watch of the ranks on {host} ({e}); a rank that is "
+                      f"killed will not be named", RuntimeWarning, stacklevel=3)
+        return None
+    return directory
 
 
 def oversubscription(local_ranks, threads, cores):
