@@ -90,12 +90,9 @@ def _add_to(variable, delta, data=None):
     the batch ``data`` when delta is a Python number) there once."""
     old = variable._value
     data = delta if data is None else data
-    if backend.array_module(old) is np:
-        if backend.array_module(data) is not np:
-            old = backend.to_device(old, like=data)
-    elif isinstance(data, np.ndarray):
-        old = backend.to_host(old)
-    xp = backend.array_module(old)
+    xp, data_xp = backend.array_module(old), backend.array_module(data)
+    if data_xp is not xp and (data_xp is not np or isinstance(data, np.ndarray)):
+        old, xp = _on(data_xp, old), data_xp  # (numpy scalars mix with device data: no move)
     variable._replace_value(xp.asarray(old + delta, dtype=old.dtype))
 
 
