@@ -22,7 +22,9 @@ import numbers
 
 import numpy as np
 
+from .. import backend
 from .. import callbacks as callbacks_module
+from .. import device as device_module
 from ..distribute import training as distribute_training
 from .. import losses as losses_module
 from .. import metrics as metrics_module
@@ -507,6 +509,25 @@ class Model(Layer):
         self._build_input_shape = tuple(input_shape) if isinstance(input_shape, (tuple, list)) \
             else input_shape
         self.built = True
+
+    def to_device(self, device_name):
+        """Move this built model to ``device_name`` ("/GPU:0", "/CPU:0"): every variable's array
+        (weights, the optimizer's ``iterations``, learning rate and slots, metric state) is
+        copied there once, through the host, and keeps its identity, so a model trained on one
+        device goes on training or predicting on another.  Traced step functions are dropped
+        (their constants live on the old device) and are traced again on the next call.
+        Returns the model.  Run it inside ``tf.device(device_name)`` so new tensors meet it."""
+        moved = set()
+        holders = [self] + ([self.optimizer] if getattr(self, "optimizer", None) is not None else [])
+        holders += list(self.metrics) if self.compiled else []
+        with device_module.device(device_name):  # checks the name and that the device exists
+            for holder in holders:
+                for variable in holder.variables:
+                    if id(variable) not in moved:
+                        moved.add(id(variable))
+                        variable._value = backend.to_device(backend.to_host(variable._value))
+        self.train_function = self.test_function = self.predict_function = None
+        return self
 
     def summary(self, print_fn=None):
         from .summary import summary_lines
