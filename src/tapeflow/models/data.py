@@ -198,7 +198,7 @@ def class_sample_weight(y, sample_weight, class_weight, dtype=np.float32, where=
                          f"class_weight has no weight for. Give every class a weight.")
     per_sample = np.array([weights[int(c)] for c in classes], dtype=dtype)[index.reshape(-1)]
     if sample_weight is None:
-        return per_sample
+        return backend.asarray(per_sample, like=y)  # where the labels are: moved once per run
     per_sample = per_sample.reshape((-1,) + (1,) * (sample_weight.ndim - 1))
     return sample_weight * backend.asarray(per_sample, like=sample_weight)
 

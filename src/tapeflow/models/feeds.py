@@ -115,8 +115,8 @@ def _class_weighted(rest, class_weight, dtype, where):
         return rest
     if not rest:
         raise ValueError(f"{where}: class_weight needs labels: the batches must be (x, y)")
-    y = rest[0].numpy() if isinstance(rest[0], Tensor) else np.asarray(rest[0])
-    w = rest[1].numpy() if len(rest) > 1 else None
+    y = rest[0]._value if isinstance(rest[0], Tensor) else np.asarray(rest[0])
+    w = rest[1]._value if len(rest) > 1 else None  # the weights stay where the batch is
     return [rest[0], Tensor(data_module.class_sample_weight(y, w, class_weight, dtype, where))]
 
 

@@ -151,7 +151,7 @@ def _from_saved_model(filepath):
         n = document.get("tracked_variables")
         if type(n) is not int or not 0 <= n <= len(variables):
             raise ValueError(f"load_weights: {filepath}: tracked_variables is not a count")
-        stored = {v.path: np.asarray(v._value) for v in variables[:n]}
+        stored = {v.path: backend.to_host(v._value) for v in variables[:n]}
         optimizer = document.get("optimizer") or {}
         config = optimizer.get("config") or {}
         class_name = config.get("class_name") if isinstance(config, dict) else None
