@@ -19,6 +19,7 @@ demand in the calling thread.
 """
 import numpy as np
 
+from .. import backend
 from ..core import nest
 from ..core.context import context
 from ..core.tensor import Tensor, convert_to_tensor
@@ -54,9 +55,11 @@ def _structure(value):
 
 
 def _as_tensors(element):
+    """The user's view of an element: its numeric arrays as tensors on the current device
+    (the pipeline runs on the host; each element handed out is moved there once)."""
     return nest.map_structure(
-        lambda a: Tensor(a) if isinstance(a, np.ndarray) and a.dtype.kind in "biuf" else a,
-        element)
+        lambda a: Tensor(backend.to_device(a)) if isinstance(a, np.ndarray) and a.dtype.kind in "biuf"
+        else a, element)
 
 
 def _as_arrays(element):

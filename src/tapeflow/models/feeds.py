@@ -99,9 +99,8 @@ class DatasetFeed:
         return (x, *_class_weighted(list(parts[1:]), self.class_weight, self.dtype, self.where))
 
     def _features(self, t):
-        if isinstance(t, Tensor) and t.numpy().dtype.kind == "f" and \
-                t.numpy().dtype != self.dtype:
-            return Tensor(t.numpy().astype(self.dtype))
+        if isinstance(t, Tensor) and t._value.dtype.kind == "f" and t._value.dtype != self.dtype:
+            return Tensor(t._value.astype(self.dtype))  # cast where the batch is
         return t
 
     def first_batch(self):
