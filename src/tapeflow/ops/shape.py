@@ -501,7 +501,8 @@ def _reverse_grad(op, g):
 
 
 # --- where (select) -------------------------------------------------------------------------------
-SELECT = def_primitive("SelectV2", lambda c, x, y: array_module(x).where(c, x, y))
+# the module of any operand: a branch may be a numpy scalar (the gradient's zero) beside device data
+SELECT = def_primitive("SelectV2", lambda c, x, y: array_module(c, x, y).where(c, x, y))
 
 
 def _select_kernel(in_types, attrs):
