@@ -191,7 +191,9 @@ class GaussNewtonProducts:
 
     def jvp(self, v):
         """``J v`` (float64, the outputs' shape) for a flat float64 vector ``v``."""
-        seed = Tensor(np.asarray(v, dtype=self._transposed._value.dtype))
+        like = self._transposed._value
+        # the CG runs on the host in float64: its vector goes to the model's device once per product
+        seed = Tensor(backend.to_device(np.asarray(v, dtype=like.dtype), like=like))
         out = self._outer.gradient(self._transposed, self._u, output_gradients=seed,
                                    unconnected_gradients="zero")
         return _host64(out._value)
@@ -199,7 +201,8 @@ class GaussNewtonProducts:
     def vjp(self, w):
         """``J^T w`` (flat float64) for ``w`` of the outputs' size."""
         value = self._z._value
-        seed = Tensor(np.asarray(w, dtype=value.dtype).reshape(value.shape))
+        seed = Tensor(backend.to_device(np.asarray(w, dtype=value.dtype).reshape(value.shape),
+                                        like=value))
         return _host64(flatten(self._inner.gradient(self._z, self.variables, output_gradients=seed,
                                                     unconnected_gradients="zero"))._value)
 

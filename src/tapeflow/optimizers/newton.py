@@ -198,8 +198,10 @@ class Newton(DampedStepOptimizer):
         g = _to_float64(full_grad._value)
         if matrix_free:
             def hvp(v):
-                out = outer.gradient(flat_grad, variables,
-                                     output_gradients=Tensor(v.astype(flat_grad._value.dtype)),
+                like = flat_grad._value
+                # CG runs on the host in float64: its vector goes to the device once per product
+                seed = Tensor(backend.to_device(v.astype(like.dtype), like=like))
+                out = outer.gradient(flat_grad, variables, output_gradients=seed,
                                      unconnected_gradients="zero")
                 return _to_float64(flatten(out)._value)
             # lambda is relative to the curvature here too: the Rayleigh quotient along g

@@ -576,7 +576,7 @@ def decode_graph(doc, arrays, variables, *, where="graph", _depth=0, _budget=Non
         if arr.dtype != dtype or arr.shape != shape:
             raise LoadError(f"{where}: constant {vid} is {arr.dtype.name}{list(arr.shape)} in the "
                             f"arrays but {dtype.name}{list(shape)} in the graph")
-        graph.consts[vid] = arr
+        graph.consts[vid] = backend.to_device(arr)  # the graph runs on the current device
     for index in doc["variables"]:
         if type(index) is not int or not 0 <= index < len(variables):
             raise LoadError(f"{where}: variable {index!r} is not in the save's variable table")
