@@ -44,13 +44,15 @@ class SGD(Optimizer):
         return config
 
 
+# The learning rate is a 0-d array (a variable's value): cast to the gradient's dtype it rounds
+# as a Python float would, and on a GPU it stays there (``float(lr)`` would sync every step).
 def _apply_gradient_descent(var, grad, lr):
-    return var - grad * float(lr)
+    return var - grad * lr.astype(grad.dtype, copy=False)
 
 
 def _apply_momentum(var, m, grad, lr, *, momentum, nesterov):
     """(new var, new m): m = momentum * m - lr * g; var + m (+ Nesterov's look-ahead)."""
-    step = grad * float(lr)
+    step = grad * lr.astype(grad.dtype, copy=False)
     m = m * momentum
     m -= step
     if nesterov:

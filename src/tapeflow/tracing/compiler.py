@@ -106,12 +106,15 @@ def _freeze(value):
 
 
 # --- compilation -----------------------------------------------------------------------------
-def compile_graph(graph, tensors=False):
+def compile_graph(graph, tensors=False, xp=np):
     """``run(*input_arrays) -> tuple of output arrays`` for ``graph`` (optimize it first).
 
     With ``tensors``, ``run`` takes and returns Tensors (None for a None output): the
-    unwrapping and wrapping are then lines of the same function.
+    unwrapping and wrapping are then lines of the same function.  ``xp`` is the array
+    module the graph runs on: ops' specialized kernels are numpy's fast paths, so on a
+    device every equation calls its op's own forward, which follows its operands' module.
     """
+    specialize = xp is np
     namespace = {"Tensor": Tensor, "np": np}
     lines = []
     for k, vid in enumerate(graph.consts):
@@ -138,7 +141,7 @@ def compile_graph(graph, tensors=False):
             continue
         attrs = {a: v for a, v in e.attrs.items() if a != "grad"}
         kernel = None
-        if e.op.specialize is not None:
+        if specialize and e.op.specialize is not None:
             kernel = e.op.specialize([graph.types[i] for i in e.inputs], attrs)
         if kernel is None:
             kernel = e.op.forward

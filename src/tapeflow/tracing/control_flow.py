@@ -46,7 +46,7 @@ import numpy as np
 from .. import backend
 from ..core import nest
 from ..core.backprop import unbroadcast
-from ..core.context import context
+from ..core.context import PER_THREAD, context
 from ..core.dispatch import apply
 from ..core.registry import NOT_DIFFERENTIABLE, def_primitive, register_gradient
 from ..core.tensor import Tensor, Variable, convert_to_tensor
@@ -186,14 +186,16 @@ def _describe(shape, dtype):
 
 def _run(graph, arrays):
     """Run a nested graph on arrays, compiled once (shapes left free: one graph serves every
-    size a polymorphic function is called with)."""
-    run = graph.__dict__.get("_run")
+    size a polymorphic function is called with), once per device it runs on."""
+    ctx = PER_THREAD.context
+    runs = graph.__dict__.setdefault("_runs", {})
+    run = runs.get(ctx.device)
     if run is None:
         free = Graph(graph.name)
         free.inputs, free.outputs, free.consts = graph.inputs, graph.outputs, graph.consts
         free.variables, free.eqns, free._next = graph.variables, graph.eqns, graph._next
         free.types = {v: (tuple(None for _ in s), d) for v, (s, d) in graph.types.items()}
-        run = graph._run = compile_graph(free)
+        run = runs[ctx.device] = compile_graph(free, xp=ctx.xp)
     return run(*arrays)
 
 

@@ -144,7 +144,7 @@ class Function:
         if ctx.functions_run_eagerly:
             full, kwargs = self._args(args, kwargs)
             return self.python_function(*full, **kwargs)
-        exact, flat = (None, None) if kwargs else _exact_key(args)
+        exact, flat = (None, None) if kwargs else _exact_key(ctx.device, args)
         if exact is not None:
             # The common call, tensors only, with shapes and dtypes seen before: one lookup,
             # and with nothing watching, straight into the compiled function.
@@ -216,7 +216,8 @@ class Function:
         return tuple(out)
 
     def _key(self, leaves):
-        key, tensors, shapes = [], [], []
+        # A graph's constants live on the device it was traced on: each device has its own.
+        key, tensors, shapes = [("D", PER_THREAD.context.device)], [], []
         for pos, leaf in enumerate(leaves):
             spec = None
             if leaf.__class__ is _Signed:
@@ -328,10 +329,11 @@ class Function:
 _TUPLE = object()  # marks a tuple argument in an exact key
 
 
-def _exact_key(args):
+def _exact_key(device, args):
     """``(key, flat tensors)`` for a call whose arguments are plain tensors or tuples of them
-    (Keras's ``(x, y)`` batches): the shapes and dtypes.  ``(None, None)`` for any other call."""
-    key, flat = [], []
+    (Keras's ``(x, y)`` batches): the device, the shapes and dtypes.  ``(None, None)`` for any
+    other call."""
+    key, flat = [device], []
     for a in args:
         if a.__class__ is Tensor:
             v = a._value
@@ -485,7 +487,8 @@ class ConcreteFunction:
                 isinstance(v, Tensor) for v in structured_outputs.values()):
             self._flat_dict = (sorted(structured_outputs), list(structured_outputs))
         self.optimized_graph = graph if optimized else optimize(graph)
-        self._run = compile_graph(self.optimized_graph, tensors=True)
+        # traced (or loaded) under the current device, whose array module its constants use
+        self._run = compile_graph(self.optimized_graph, tensors=True, xp=backend.device_module())
 
     def relax_types(self, other):
         """Mark dimensions that differ in ``other`` (the probe trace) as free (None)."""
