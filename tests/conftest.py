@@ -35,6 +35,9 @@ def pytest_configure(config):
         from tapeflow import backend
         from strict_device.strict_array import MODULE, StrictArray
         backend.use_gpu_module(MODULE, StrictArray)
+        # tensors made while modules are collected (a test file's constants) are born there too
+        import tapeflow as tf
+        tf.config.set_default_device("/GPU:0")
 
 
 def pytest_collection_modifyitems(config, items):

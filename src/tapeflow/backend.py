@@ -116,6 +116,15 @@ def to_device(value, like=None):
     return xp.asarray(value)
 
 
+def on_device_of(like, value):
+    """``value`` (host data, or an array on any device) on the device of array ``like``: an
+    explicit copy when it is elsewhere (an index or a loaded weight), itself when it is there."""
+    xp = array_module(like)
+    if is_array(value) and array_module(value) is xp:
+        return value
+    return xp.asarray(to_host(value))
+
+
 def array_module(*arrays):
     """numpy, or the GPU's array module when any of ``arrays`` lives on a GPU."""
     if _GPU_TYPE is not None:

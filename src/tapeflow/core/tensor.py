@@ -316,13 +316,11 @@ def _assignable(variable, value, what):
     if new.dtype != variable._value.dtype:
         raise TypeError(f"Cannot {what} a {new.dtype.name} value to Variable "
                         f"'{variable.name}' of dtype {variable._value.dtype.name}")
-    xp = backend.array_module(variable._value)
-    if backend.array_module(new) is not xp:
-        # TensorFlow's assign copies across devices: a host value (a loaded weight) goes to
-        # the variable's device, a device value to the host, explicitly.
-        new = xp.asarray(backend.to_host(new))
+    # TensorFlow's assign copies across devices: a host value (a loaded weight) goes to the
+    # variable's device, a device value to the host, explicitly.
+    new = backend.on_device_of(variable._value, new)
     if what == "assign":
-        return _owned_copy(xp.broadcast_to(new, variable._value.shape))
+        return _owned_copy(backend.array_module(new).broadcast_to(new, variable._value.shape))
     return new
 
 
