@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .. import initializers, regularizers
+from .. import backend, initializers, regularizers
 from ..core.tensor import Tensor, convert_to_tensor
 from ..ops.arithmetic import logical_and
 from ..ops.elementwise import tanh
@@ -37,7 +37,7 @@ def _as_tensor(x, dtype):
     ``Layer.__call__``, nor a second positional argument)."""
     if isinstance(x, Tensor):
         return x if x._value.dtype == dtype or x._value.dtype.kind != "f" else cast(x, dtype)
-    return convert_to_tensor(np.asarray(x), dtype=dtype)
+    return convert_to_tensor(x, dtype=dtype)
 
 
 def _expand(x, axis):
@@ -55,9 +55,12 @@ def _masked_softmax(scores, keep):
     return softmax(scores, axis=-1)
 
 
-def _causal(q_len, k_len):
-    """(1, Tq, Tk): True where query position i may see key position j: j <= i (Keras's)."""
-    return Tensor(np.tril(np.ones((1, q_len, k_len), dtype=bool)))
+def _causal(scores):
+    """(1, Tq, Tk): True where query position i may see key position j: j <= i (Keras's),
+    made on the scores' device."""
+    q_len, k_len = scores.shape[-2:]
+    xp = backend.module_of(scores._value)
+    return Tensor(xp.tril(xp.ones((1, q_len, k_len), dtype=bool)))
 
 
 def _combine(*masks):
@@ -65,7 +68,7 @@ def _combine(*masks):
     out = None
     for m in masks:
         if m is not None:
-            m = m if isinstance(m, Tensor) else Tensor(np.asarray(m, dtype=bool))
+            m = m if isinstance(m, Tensor) else convert_to_tensor(m, dtype=bool)
             if m.dtype != np.bool_:
                 m = cast(m, np.bool_)
             out = m if out is None else logical_and(out, m)
@@ -133,7 +136,7 @@ class Attention(Layer):
         q_mask, v_mask = (mask[0], mask[1]) if mask is not None else (None, None)
         scores = self._scores(query, key)
         keep = _combine(None if v_mask is None else _expand(_combine(v_mask), -2),
-                        _causal(*scores.shape[-2:]) if use_causal_mask else None)
+                        _causal(scores) if use_causal_mask else None)
         weights = _masked_softmax(scores, keep)
         if training and self.dropout > 0:
             weights = dropout(weights, self.dropout, seed=self.seed)
@@ -351,7 +354,7 @@ def _keep_mask(masks, scores, attention_mask, use_causal_mask):
                     None if q_mask is None else _expand(_combine(q_mask), -1),
                     None if v_mask is None else _expand(_combine(v_mask), -2),
                     None if k_mask is None else _expand(_combine(k_mask), -2),
-                    _causal(*scores.shape[-2:]) if use_causal_mask else None)
+                    _causal(scores) if use_causal_mask else None)
 
 
 def _shape(x):
