@@ -178,10 +178,12 @@ def test_one_rank_collectives_and_scope():
     with strategy.scope() as entered:
         assert entered is strategy and tf.distribute.current_strategy() is strategy
     assert tf.distribute.current_strategy() is None
-    value = tf.constant([[1.0, 2.0], [3.0, 5.0]])
+    with tf.device("/CPU:0"):  # host collectives (a device's go through NCCL: test_nccl.py)
+        value = tf.constant([[1.0, 2.0], [3.0, 5.0]])
+        three = tf.constant(3.0)
     np.testing.assert_allclose(strategy.reduce("SUM", value).numpy(), value.numpy())
     np.testing.assert_allclose(strategy.reduce("MEAN", value, axis=0).numpy(), [2.0, 3.5])
-    grads = strategy.all_reduce([value, None, tf.constant(3.0)])
+    grads = strategy.all_reduce([value, None, three])
     assert grads[1] is None and float(grads[2].numpy()) == 3.0
     with pytest.raises(ValueError, match="reduce_op must be 'SUM' or 'MEAN'"):
         strategy.reduce("MAX", value)

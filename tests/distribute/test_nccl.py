@@ -33,7 +33,9 @@ def strict_gpu():
 
 def test_host_gradients_go_through_mpi(fake_nccl):
     strategy = tf.distribute.MPIStrategy()
-    got = strategy.all_reduce([tf.constant([1.0, 2.0])])
+    with tf.device("/CPU:0"):
+        host = tf.constant([1.0, 2.0])
+    got = strategy.all_reduce([host])
     np.testing.assert_allclose(got[0].numpy(), [1.0, 2.0])
     assert strategy._summer(np) is strategy._comm
     assert fake_nccl.ids_drawn == 0 and fake_nccl.made == []
