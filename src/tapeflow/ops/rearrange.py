@@ -6,6 +6,7 @@ of indexing, reshapes and broadcasts, whose rules are checked with theirs.
 """
 import numpy as np
 
+from .. import backend
 from ..core.dispatch import apply
 from ..core.registry import def_primitive, register_gradient
 from ..core.tensor import Tensor
@@ -131,6 +132,7 @@ def matrix_diag(diagonal, name="diag", k=0, num_rows=-1, num_cols=-1, padding_va
         raise ValueError(f"linalg.diag: a diagonal of length {n} does not fit diagonal {k} of a "
                          f"{rows} x {cols} matrix")
     r, c = _diagonal_index(rows, cols, k, n)
+    r, c = (backend.on_device_of(diagonal._value, i) for i in (r, c))  # once, on the device
     # TensorFlow's MatrixDiag is MatrixDiagPart's adjoint: a scatter of the diagonal into zeros
     out = apply(SCATTER, (diagonal,), {"index": (Ellipsis, r, c),
                                        "shape": shape[:-1] + (rows, cols), "nb": 0})

@@ -18,6 +18,7 @@ axis from the right, so cotangents may carry leading (jacobian) axes.
 """
 import numpy as np
 
+from .. import backend
 from ..core.dispatch import apply
 from ..core.registry import def_primitive, register_gradient
 from ..core.tensor import Tensor
@@ -61,23 +62,24 @@ SEGMENT_MIN = def_primitive("SegmentMin", _segment_forward("min"))
 
 
 # --- the public functions -------------------------------------------------------------------------
-def _ids_array(segment_ids, opname):
+def _ids_array(segment_ids, opname, data):
+    """The ids as an integer array on ``data``'s device (moved there once, when the op is built),
+    and the same ids on the host, for validation."""
     ids = segment_ids._value if isinstance(segment_ids, Tensor) else np.asarray(segment_ids)
     if ids.dtype.kind not in "iu":
         raise TypeError(f"{opname}: segment_ids must be int32 or int64, not {ids.dtype.name}")
-    return ids
+    return backend.on_device_of(data._value, ids), np.asarray(backend.to_host(ids))
 
 
 def _sorted(data, segment_ids, opname):
     data = as_tensor(data)
-    ids = _ids_array(segment_ids, opname)
+    ids, host = _ids_array(segment_ids, opname, data)
     shape = data._value.shape
     if ids.ndim != 1:
         raise ValueError(f"{opname}: segment_ids should be a vector, got shape {tuple(ids.shape)}")
     if not shape or shape[0] != ids.shape[0]:
         raise ValueError(f"{opname}: segment_ids should be the same size as dimension 0 of data; "
                          f"got {ids.shape[0]} ids for data of shape {tuple(shape)}")
-    host = np.asarray(ids.get() if hasattr(ids, "get") else ids)
     if host.size and host[0] < 0:
         raise ValueError(f"{opname}: segment ids must be >= 0, got {host[0]}")
     if host.size > 1 and np.any(host[1:] < host[:-1]):
@@ -90,7 +92,7 @@ def _sorted(data, segment_ids, opname):
 
 def _unsorted(data, segment_ids, num_segments, opname):
     data = as_tensor(data)
-    ids = _ids_array(segment_ids, opname)
+    ids, host = _ids_array(segment_ids, opname, data)
     shape = data._value.shape
     if tuple(shape[:ids.ndim]) != tuple(ids.shape):
         raise ValueError(f"{opname}: segment_ids.shape {tuple(ids.shape)} should be a prefix of "
@@ -98,7 +100,6 @@ def _unsorted(data, segment_ids, num_segments, opname):
     num_segments = int(num_segments.numpy() if isinstance(num_segments, Tensor) else num_segments)
     if num_segments < 0:
         raise ValueError(f"{opname}: num_segments must be >= 0, got {num_segments}")
-    host = np.asarray(ids.get() if hasattr(ids, "get") else ids)
     if host.size and host.max() >= num_segments:
         where = ", ".join(str(int(i)) for i in np.unravel_index(host.argmax(), host.shape))
         raise ValueError(f"{opname}: segment_ids[{where}] = {host.max()} is out of range "

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from .. import backend
 from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive, register_gradient
 from ..core.tensor import Tensor, convert_to_tensor, lift
@@ -291,15 +292,18 @@ def getitem(tensor, index):
 
 
 def _array_index(index, like):
-    """Tensors inside an index become arrays; a boolean mask becomes integer arrays."""
+    """Tensors inside an index become arrays; a boolean mask becomes integer arrays.  Array items
+    (host arrays, lists, tensors on another device) are put on ``like``'s device once, here,
+    where the op is built: the forward and its gradient (Scatter) then index on the device."""
     items = index if isinstance(index, tuple) else (index,)
-    xp = array_module(like)
     out = []
     for item in items:
         if isinstance(item, Tensor):
             item = item._value
         elif isinstance(item, list):
-            item = xp.asarray(item)
+            item = np.asarray(item)
+        if _advanced(item):
+            item = backend.on_device_of(like, item)
         if _advanced(item) and item.dtype.kind == "b":
             out.extend(item.nonzero())  # as numpy does, explicit so that the gradient can scatter
             continue
@@ -415,6 +419,7 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
 def boolean_mask(tensor, mask, axis=0, name=None):
     tensor = as_tensor(tensor)
     mask = mask._value if isinstance(mask, Tensor) else np.asarray(mask)
+    mask = backend.on_device_of(tensor._value, mask)
     axis = one_axis(axis, tensor._value.ndim, "boolean_mask")
     return getitem(tensor, (slice(None),) * (axis + tensor._value.ndim) + (mask,))
 
