@@ -21,7 +21,7 @@ from ..core.context import context, init_scope, reset as reset_context
 from ..core.tensor import Tensor, Variable, convert_to_tensor
 from ..dtypes import numpy_dtype
 from ..ops.shape import cast
-from .. import initializers, regularizers
+from .. import backend, initializers, regularizers
 from ..serialization import snake_case
 from .symbolic import call_on_symbols, holds_keras_tensor
 
@@ -182,7 +182,7 @@ class Layer:
             raise ValueError(f"{self.name}.set_weights: expected {len(own)} arrays "
                              f"({[v.path for v in own]}), got {len(weights)}")
         for v, w in zip(own, weights):
-            w = np.asarray(w)
+            w = w if backend.is_array(w) else np.asarray(w)  # device data stays there
             if tuple(w.shape) != tuple(v.shape):
                 raise ValueError(f"{self.name}.set_weights: {v.path} has shape {tuple(v.shape)}, "
                                  f"the array has shape {tuple(w.shape)}")
@@ -242,7 +242,8 @@ class Layer:
     def compute_output_shape(self, input_shape):
         """The output shape for ``input_shape`` (None for an unknown batch size)."""
         shape = tuple(1 if d is None else d for d in input_shape)
-        out = self(Tensor(np.zeros(shape, np.dtype(self.dtype))), training=False)
+        out = self(Tensor(backend.device_module().zeros(shape, np.dtype(self.dtype))),
+                   training=False)
         return (input_shape[0],) + tuple(out.shape[1:])
 
     # --- config ----------------------------------------------------------------------------------
@@ -324,4 +325,6 @@ def _shape_of(inputs):
         return [_shape_of(x) for x in inputs]
     if isinstance(inputs, dict):
         return {k: _shape_of(v) for k, v in inputs.items()}
+    if backend.is_array(inputs):
+        return tuple(inputs.shape)
     return tuple(np.shape(inputs))
