@@ -12,7 +12,15 @@ import types
 
 import numpy as np
 
-__all__ = ["StrictArray", "MODULE", "HostLeak"]
+__all__ = ["StrictArray", "MODULE", "HostLeak", "syncs"]
+
+_SYNCS = [0]  # device-to-host reads so far (a GPU waits for its queue at each)
+
+
+def syncs():
+    """How many times device data has been read on the host (``float(a)``, ``a.get()``, ...):
+    tests compare the count across runs to find syncs made at every step."""
+    return _SYNCS[0]
 
 
 class HostLeak(TypeError):
@@ -119,24 +127,30 @@ class StrictArray:
 
     # explicit Python conversions sync, as CuPy's do
     def __bool__(self):
+        _SYNCS[0] += 1
         return bool(self._data)
 
     def __float__(self):
+        _SYNCS[0] += 1
         return float(self._data)
 
     def __int__(self):
+        _SYNCS[0] += 1
         return int(self._data)
 
     def __index__(self):
+        _SYNCS[0] += 1
         return self._data.__index__()
 
     def __complex__(self):
+        _SYNCS[0] += 1
         return complex(self._data)
 
     def __repr__(self):
         return f"strict({self._data!r})"
 
     def get(self):  # cupy.ndarray.get(): the host copy
+        _SYNCS[0] += 1
         return self._data.copy()
 
     def __copy__(self):
@@ -192,6 +206,7 @@ def _to_strict(value, dtype=None, **kwargs):
 
 def _asnumpy(value):
     if isinstance(value, StrictArray):
+        _SYNCS[0] += 1
         return value._data.copy()
     return np.asarray(value)
 

@@ -81,10 +81,11 @@ def test_a_default_device_holds_in_this_thread_and_in_new_threads(strict_gpu):
 def test_a_default_gpu_without_one_is_refused_and_changes_nothing(monkeypatch):
     from tapeflow import backend
     from tapeflow.device import GPUUnavailableError
+    before = tf.config.get_default_device()  # GPU:0 under --device strict
     monkeypatch.setattr(backend, "gpu_missing", lambda: "CuPy is not installed")
     with pytest.raises(GPUUnavailableError, match="CuPy is not installed"):
         tf.config.set_default_device("/GPU:0")
-    assert tf.config.get_default_device() == "CPU:0"
+    assert tf.config.get_default_device() == before
 
 
 def test_a_traced_function_is_traced_once_per_device(strict_gpu):
@@ -116,3 +117,20 @@ def test_assign_moves_a_value_to_the_variable_s_device(strict_gpu):
     on_cpu.assign(device_value)
     assert isinstance(on_gpu._value, StrictArray) and on_gpu.numpy().tolist() == [3.0, 4.0]
     assert type(on_cpu._value) is np.ndarray and on_cpu.numpy().tolist() == [5.0, 6.0]
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam", "rmsprop", "adagrad", "adamax", "nadam"])
+def test_every_optimizer_updates_the_device_as_it_does_the_host(strict_gpu, name):
+    def three_steps():
+        tf.keras.backend.clear_session()
+        w = tf.Variable([[0.5, -1.0], [2.0, 0.25]])
+        optimizer = tf.keras.optimizers.get(name)
+        for k in range(3):  # t = 1, 2, 3: the bias corrections change with the step
+            optimizer.apply_gradients([(tf.constant([[0.1, -0.2], [0.3, 0.05]]) * (k + 1), w)])
+        return w
+    with tf.device("/CPU:0"):
+        want = three_steps()
+    with tf.device("/GPU:0"):
+        got = three_steps()
+    assert isinstance(got._value, StrictArray)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

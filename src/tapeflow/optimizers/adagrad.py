@@ -2,6 +2,7 @@
 from .. import backend
 from ..core.registry import NotDifferentiable, def_primitive
 from .base import Optimizer
+from .step_scalars import factor, number, on_host
 
 __all__ = ["Adagrad"]
 
@@ -43,7 +44,7 @@ def _apply_adagrad(var, accumulator, grad, lr, *, epsilon):
     squares += accumulator
     accumulator = squares
     denominator = accumulator + epsilon
-    step = float(lr) * grad
+    step = factor(number(lr, on_host(lr)), grad) * grad
     step /= backend.array_module(grad).sqrt(denominator, out=denominator)
     return var - step, accumulator
 

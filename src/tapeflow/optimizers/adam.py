@@ -1,9 +1,9 @@
 """Adam, with the AMSGrad variant: Keras 3's formulas."""
-import math
 
 from .. import backend
 from ..core.registry import NotDifferentiable, def_primitive
 from .base import Optimizer
+from .step_scalars import factor, number, on_host, sqrt, step_number
 
 __all__ = ["Adam"]
 
@@ -77,15 +77,16 @@ def moments(m, v, gradient, beta_1, beta_2):
 def _adam_step(var, m, v, alpha, epsilon):
     denominator = backend.array_module(v).sqrt(v)
     denominator += epsilon
-    step = m * alpha
+    step = m * factor(alpha, m)
     step /= denominator
     return var - step
 
 
 def _alpha(lr, iterations, beta_1, beta_2):
-    """lr * sqrt(1 - beta_2**t) / (1 - beta_1**t) at step t = iterations + 1 (host floats)."""
-    t = int(iterations) + 1
-    return float(lr) * (math.sqrt(1.0 - beta_2 ** t) / (1.0 - beta_1 ** t))
+    """lr * sqrt(1 - beta_2**t) / (1 - beta_1**t) at step t = iterations + 1 (``step_scalars``)."""
+    host = on_host(lr)
+    t = step_number(iterations, host)
+    return number(lr, host) * (sqrt(1.0 - beta_2 ** t, host) / (1.0 - beta_1 ** t))
 
 
 def _apply_adam(var, m, v, grad, lr, iterations, *, beta_1, beta_2, epsilon):

@@ -2,6 +2,7 @@
 from .. import backend
 from ..core.registry import NotDifferentiable, def_primitive
 from .base import Optimizer
+from .step_scalars import factor, number, on_host, step_number
 
 __all__ = ["Adamax"]
 
@@ -46,10 +47,11 @@ class Adamax(Optimizer):
 def _apply_adamax(var, m, u, grad, lr, iterations, *, beta_1, beta_2, epsilon):
     """(new var, m, u) at step ``iterations + 1``; the bias correction in host floats."""
     xp = backend.array_module(var)
-    t = int(iterations) + 1
+    host = on_host(lr)
+    t = step_number(iterations, host)
     m = m + (grad - m) * (1.0 - beta_1)
     u = xp.maximum(u * beta_2, xp.abs(grad))
-    step = m * (float(lr) / (1.0 - beta_1 ** t))
+    step = m * factor(number(lr, host) / (1.0 - beta_1 ** t), m)
     step /= u + epsilon
     return var - step, m, u
 

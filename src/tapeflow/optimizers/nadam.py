@@ -6,6 +6,7 @@ from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive
 from .adam import moments
 from .base import Optimizer
+from .step_scalars import factor, number, on_host, step_number
 
 __all__ = ["Nadam"]
 
@@ -72,26 +73,30 @@ def _momentum_cache(beta_1, step):
 
 def _momentum_product(u_product, iterations, *, beta_1):
     """u_product * u_t at step t = iterations + 1, rounded to u_product's dtype."""
-    u_t = _momentum_cache(beta_1, int(iterations) + 1)
+    host = on_host(u_product)
+    u_t = _momentum_cache(beta_1, step_number(iterations, host))
     # kept in the variables' dtype, so a restored checkpoint continues exactly
-    return numpy.asarray(u_product.dtype.type(float(u_product) * u_t))
+    if host:
+        return numpy.asarray(u_product.dtype.type(float(u_product) * u_t))
+    return (u_product.astype(numpy.float64) * u_t).astype(u_product.dtype)
 
 
 def _apply_nadam(var, m, v, grad, lr, u_product, iterations, *, beta_1, beta_2, epsilon):
     """(new var, m, v) at step t = iterations + 1; ``u_product`` already includes u_t."""
-    step = int(iterations) + 1
+    host = on_host(lr)
+    step = step_number(iterations, host)
     u_t = _momentum_cache(beta_1, step)
     u_next = _momentum_cache(beta_1, step + 1)
-    u_product = float(u_product)
+    u_product = number(u_product, host)
     m_weight = u_next / (1.0 - u_product * u_next)
     g_weight = (1.0 - u_t) / (1.0 - u_product)
     v_correction = 1.0 - beta_2 ** step
     m, v = moments(m, v, grad, beta_1, beta_2)
-    m_hat = m * m_weight
-    m_hat += grad * g_weight
-    denominator = backend.array_module(v).sqrt(v / v_correction)
+    m_hat = m * factor(m_weight, m)
+    m_hat += grad * factor(g_weight, grad)
+    denominator = backend.array_module(v).sqrt(v / factor(v_correction, v))
     denominator += epsilon
-    m_hat *= float(lr)
+    m_hat *= factor(number(lr, host), m_hat)
     m_hat /= denominator
     return var - m_hat, m, v
 

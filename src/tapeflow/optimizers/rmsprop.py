@@ -3,6 +3,7 @@ from .. import backend
 from ..core.registry import NotDifferentiable, def_primitive
 from ..core.tensor import Tensor
 from .base import Optimizer
+from .step_scalars import factor, number, on_host
 
 __all__ = ["RMSprop"]
 
@@ -74,7 +75,7 @@ def _apply_rmsprop(var, velocity, mom, average, grad, lr, *, rho, momentum, epsi
         denominator += epsilon
     else:
         denominator = velocity + epsilon
-    increment = float(lr) * grad
+    increment = factor(number(lr, on_host(lr)), grad) * grad
     increment /= backend.array_module(grad).sqrt(denominator)
     if momentum > 0:
         mom = mom * momentum
