@@ -76,6 +76,15 @@ def test_pretrained_weights_frozen():
         layers.Embedding(4, 2, weights=[table])
 
 
+def test_pretrained_table_on_the_device_stays_there():
+    # a table on the current device (a GPU's under --device strict), as a user's CuPy array
+    table = tf.constant(np.arange(12.0).reshape(4, 3), dtype=tf.float32)
+    for given in (table, table._value):
+        emb = layers.Embedding(4, 3, weights=[given])
+        assert emb(tf.constant([[2, 0]])).device == table.device
+        np.testing.assert_array_equal(emb(tf.constant([[2, 0]])).numpy(), table.numpy()[[[2, 0]]])
+
+
 def test_config_round_trip():
     emb = layers.Embedding(7, 3, embeddings_initializer="glorot_uniform",
                            embeddings_regularizer="l2", mask_zero=True, input_length=4, name="e")

@@ -127,6 +127,15 @@ def test_normalization_adapt_and_call():
     assert norm.trainable_variables == [] and len(norm.non_trainable_variables) == 2
 
 
+def test_normalization_statistics_given_as_device_data_or_tensors():
+    # data on the current device (a GPU's under --device strict), as a user's CuPy arrays
+    mean, variance = tf.constant([1.0, 2.0]), tf.constant([1.0, 4.0])
+    for norm in (layers.Normalization(mean=mean, variance=variance),
+                 layers.Normalization(mean=mean._value, variance=variance._value)):
+        np.testing.assert_allclose(norm(tf.constant([[1.0, 4.0]])).numpy(), [[0.0, 1.0]],
+                                   atol=1e-6)
+
+
 def test_dropout_is_seeded_and_only_active_in_training():
     x = np.ones((4, 100), np.float32)
     tf.random.set_seed(1)

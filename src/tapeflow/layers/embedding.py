@@ -8,6 +8,7 @@ masks the steps whose features all equal ``mask_value``.
 import numpy as np
 
 from .. import backend, initializers, regularizers
+from ..core.tensor import Tensor
 from ..ops.arithmetic import not_equal
 from ..ops.reduce import reduce_any
 from ..ops.shape import cast, gather
@@ -50,7 +51,7 @@ class Embedding(Layer):
         self.mask_zero = bool(mask_zero)
         self.input_length = input_length
         # Keras's weights=[table] (a pretrained table, often with trainable=False)
-        self._initial_table = None if weights is None else np.asarray(weights[0])
+        self._initial_table = None if weights is None else _table(weights[0])
         if self._initial_table is not None and \
                 self._initial_table.shape != (self.input_dim, self.output_dim):
             raise ValueError(f"{self.name}: weights=[table] needs a table of shape "
@@ -130,3 +131,9 @@ class Masking(Layer):
 
     def get_config(self):
         return {**super().get_config(), "mask_value": self.mask_value}
+
+
+def _table(table):
+    """A pretrained table as an array, a device array (or tensor's) left on its device."""
+    table = table._value if isinstance(table, Tensor) else table
+    return table if backend.is_array(table) else np.asarray(table)

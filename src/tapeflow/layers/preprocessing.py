@@ -26,8 +26,9 @@ class Normalization(Layer):
         if (mean is None) != (variance is None):
             raise ValueError("Normalization: give both mean and variance, or neither (then adapt)")
         self.axis = axis
-        self._init_mean = None if mean is None else np.asarray(mean, self._np_dtype)
-        self._init_variance = None if variance is None else np.asarray(variance, self._np_dtype)
+        # host copies (a few numbers, read once when the layer builds); device data allowed
+        self._init_mean = None if mean is None else _host(mean, self._np_dtype)
+        self._init_variance = None if variance is None else _host(variance, self._np_dtype)
         self.mean = self.variance = None
 
     def build(self, input_shape):
@@ -88,6 +89,11 @@ class Rescaling(Layer):
 
     def get_config(self):
         return {**super().get_config(), "scale": self.scale, "offset": self.offset}
+
+
+def _host(value, dtype):
+    value = value._value if isinstance(value, Tensor) else value
+    return np.asarray(backend.to_host(value), dtype)
 
 
 def _constant(value, what, layer):
