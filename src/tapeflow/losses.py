@@ -14,15 +14,16 @@ config dicts, by the rules of ``tapeflow.serialization``; None gives None.
 ``register_loss`` makes a user's loss loadable by name from a config.
 """
 import re
-
 import warnings
+
+import numpy as np
 
 from . import backend
 from .core.context import context
 from .core.dispatch import apply
 from .core.registry import NotDifferentiable, def_primitive
 from .core.tensor import Tensor, convert_to_tensor
-from .ops.arithmetic import abs_, equal, logical_or, maximum
+from .ops.arithmetic import abs_, equal, greater_equal, less, logical_or, maximum
 from .serialization import Registry, snake_case
 from .ops.clip import clip_by_value
 from .ops.creation import one_hot
@@ -163,14 +164,22 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
                          f"the class axis, got y_true.shape={tuple(labels.shape)}, "
                          f"y_pred.shape={tuple(y_pred.shape)}")
     depth = y_pred.shape[axis]
-    if context().trace is not None:  # in a traced step the labels are known when the graph runs
+    # A traced step on a device does not read its labels back (that would stall every step):
+    # as with TensorFlow's GPU kernel, an out-of-range label's loss is NaN there, not an error.
+    nan_if_out_of_range = context().trace is not None and backend.module_of(labels._value) is not np
+    if nan_if_out_of_range:
+        pass
+    elif context().trace is not None:  # in a traced step the labels are known when the graph runs
         labels = apply(CHECK_CLASS_INDICES, (labels,), {"depth": int(depth)})
     else:
         _check_class_indices(labels, depth)
     if labels._value.dtype.kind not in "iu":  # Keras casts float labels to integers
         labels = cast(labels, "int64")
     hot = one_hot(labels, depth, axis=-1 if axis == ndim - 1 else axis, dtype=y_pred._value.dtype)
-    return -reduce_sum(hot * _log_probabilities(y_pred, from_logits, axis), axis=axis)
+    loss = -reduce_sum(hot * _log_probabilities(y_pred, from_logits, axis), axis=axis)
+    if nan_if_out_of_range:
+        loss = where(logical_or(less(labels, 0), greater_equal(labels, depth)), np.nan, loss)
+    return loss
 
 
 def _check_class_indices(labels, depth):

@@ -10,18 +10,27 @@ import tapeflow as tf
 from strict_device.strict_array import syncs
 
 
-def _syncs_of_one_epoch(steps, optimizer, layers):
+def _syncs_of_one_epoch(steps, optimizer, layers, classes=0):
+    """Host reads of a second epoch's fit, evaluate and predict of ``steps`` batches each."""
     tf.keras.backend.clear_session()
     tf.random.set_seed(0)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((16 * steps, 8)).astype("float32")
-    y = rng.standard_normal((16 * steps, 1)).astype("float32")
+    if classes:
+        y = rng.integers(0, classes, 16 * steps)
+        loss, metrics = "sparse_categorical_crossentropy", ["accuracy"]
+    else:
+        y = rng.standard_normal((16 * steps, 1)).astype("float32")
+        loss, metrics = "mse", ["mae"]
     with tf.device("/GPU:0"):
-        model = tf.keras.Sequential([tf.keras.Input((8,))] + layers() + [tf.keras.layers.Dense(1)])
-        model.compile(optimizer=optimizer, loss="mse", metrics=["mae"])
+        model = tf.keras.Sequential([tf.keras.Input((8,))] + layers()
+                                    + [tf.keras.layers.Dense(classes or 1)])
+        model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
         model.fit(x, y, batch_size=16, epochs=1, verbose=0)  # traced, data moved: not counted
         before = syncs()
         model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+        model.evaluate(x, y, batch_size=16, verbose=0)
+        model.predict(x, batch_size=16, verbose=0)
         return syncs() - before
 
 
@@ -42,3 +51,27 @@ def test_a_training_step_never_reads_the_device(strict_gpu, optimizer):
 def test_dropout_and_batch_normalization_steps_never_read_the_device(strict_gpu):
     assert _syncs_of_one_epoch(8, "adam", _dropout_and_norm) == \
         _syncs_of_one_epoch(2, "adam", _dropout_and_norm)
+
+
+def test_sparse_class_labels_are_not_read_back_at_every_step(strict_gpu):
+    assert _syncs_of_one_epoch(8, "adam", _dense, classes=3) == \
+        _syncs_of_one_epoch(2, "adam", _dense, classes=3)
+
+
+def test_an_out_of_range_label_in_a_traced_step_on_a_device_gives_nan(strict_gpu):
+    """As TensorFlow's GPU kernel; eagerly, and on the host, it is an error."""
+    values = [[1.0, 2.0, 0.5], [0.1, 0.2, 0.3], [2.0, 0.0, 1.0]]
+    loss = tf.function(tf.keras.losses.sparse_categorical_crossentropy)
+    with tf.device("/CPU:0"):
+        host_logits = tf.constant(values)
+        want = loss(tf.constant([0, 2, 1]), host_logits).numpy()
+        with pytest.raises(ValueError, match=r"class indices must lie in \[0, 3\)"):
+            loss(tf.constant([0, 3, 1]), host_logits)
+    with tf.device("/GPU:0"):
+        logits = tf.constant(values)
+        with pytest.raises(ValueError, match=r"class indices must lie in \[0, 3\)"):
+            tf.keras.losses.sparse_categorical_crossentropy([0, 3, 1], logits)  # eagerly
+        same = loss(tf.constant([0, 2, 1]), logits).numpy()
+        bad = loss(tf.constant([0, 3, -1]), logits).numpy()
+    np.testing.assert_array_equal(same, want)
+    assert bad[0] == want[0] and np.isnan(bad[1]) and np.isnan(bad[2])
