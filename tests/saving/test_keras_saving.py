@@ -156,6 +156,21 @@ def test_an_unknown_class_falls_back_to_the_graph(tmp_path):
          "sequential/dense_1/kernel:0", "sequential/dense_1/bias:0"]
 
 
+def test_the_graph_fallback_takes_tensors_and_device_arrays_where_they_are(tmp_path):
+    # data on the current device (a GPU's under --device strict), as a user's CuPy arrays
+    model, x = _model()
+    model.save(tmp_path / "saved")
+    loaded = _fallback(tmp_path)
+    assert type(loaded).__name__ == "SavedGraphModel"
+    t = tf.constant(x)
+    expected = model.predict(x, verbose=0)
+    for given in (t, t._value):
+        assert loaded(given).device == t.device
+        np.testing.assert_allclose(loaded(given).numpy(), expected, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(loaded.predict(given, batch_size=3), expected, rtol=1e-5,
+                                   atol=1e-6)
+
+
 def test_a_model_without_a_known_input_shape_says_how_to_save_it(tmp_path):
     model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
     with pytest.raises(tf.saved_model.SaveError, match="no weights yet"):

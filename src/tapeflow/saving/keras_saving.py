@@ -188,7 +188,7 @@ class SavedGraphModel:
             return self._call(inputs)  # a functional model's structure of inputs
         spec = self._call.concrete_functions[0].input_specs[0]
         if not isinstance(inputs, Tensor):
-            inputs = convert_to_tensor(np.asarray(inputs), dtype=spec.dtype)
+            inputs = convert_to_tensor(inputs, dtype=spec.dtype)  # device data stays there
         if spec.shape and spec.shape[0] == 1 and inputs.shape[0] != 1:
             # the graph was traced for one row (the model read the batch size): row by row
             from ..ops.shape import concat
@@ -199,8 +199,9 @@ class SavedGraphModel:
         if isinstance(x, dict) or (isinstance(x, (list, tuple)) and x and
                                    hasattr(x[0], "shape")):  # a functional model's inputs
             return nest.map_structure(lambda t: t.numpy(), self(x))
-        x = np.asarray(x.numpy() if isinstance(x, Tensor) else x)
-        n = len(x)
+        if not (isinstance(x, Tensor) or backend.is_array(x)):
+            x = np.asarray(x)  # a tensor or device array is sliced where it is
+        n = x.shape[0]
         step = n if not batch_size else int(batch_size)
         parts = [self(x[i:i + step]).numpy() for i in range(0, n, max(step, 1))]
         return np.concatenate(parts) if parts else np.zeros((0,))

@@ -384,7 +384,7 @@ def _as_tensor(arg, spec):
     if isinstance(arg, Tensor):
         return arg
     try:
-        return convert_to_tensor(np.asarray(arg), dtype=spec.dtype)
+        return convert_to_tensor(arg, dtype=spec.dtype)  # host data to the current device
     except (TypeError, ValueError):
         return None
 
