@@ -112,11 +112,21 @@ def inference(out):
                     metrics=["mae", tf.keras.metrics.RootMeanSquaredError()],
                     weighted_metrics=["mse"])
         net.fit(x, y, batch_size=64, epochs=1, verbose=0)
-    sharded = dist.evaluate(net, x, y, batch_size=32, sample_weight=w, return_dict=True)
-    predicted = dist.predict(net, x, batch_size=32)
-    whole = net.evaluate(x, y, batch_size=32, sample_weight=w, verbose=0, return_dict=True)
-    got = {"sharded": sharded, "whole": whole, "listed": dist.evaluate(net, x, y),
-           "predicted": predicted.tolist(), "predicted_whole": net.predict(x, verbose=0).tolist()}
+    # Model.evaluate / predict under the strategy go over the shards; each rank's own
+    # evaluate / predict of the whole data is the reference
+    batches = []  # the batches this rank runs (Model._build_on sees each one)
+    build_on = net._build_on
+    net._build_on = lambda batch: (batches.append(len(batch[0])), build_on(batch))
+    sharded = net.evaluate(x, y, batch_size=32, sample_weight=w, verbose=0, return_dict=True)
+    predicted = net.predict(x, batch_size=32, verbose=0)
+    rows_seen = sum(batches)
+    net._build_on = build_on
+    with dist._OnShard(net):
+        whole = net.evaluate(x, y, batch_size=32, sample_weight=w, verbose=0, return_dict=True)
+        predicted_whole = net.predict(x, verbose=0)
+    got = {"sharded": sharded, "whole": whole, "listed": net.evaluate(x, y, verbose=0),
+           "predicted": predicted.tolist(), "predicted_whole": predicted_whole.tolist(),
+           "rows_seen": rows_seen}
     every = strategy._comm.gather_objects(got)
     if strategy.rank == 0:
         with open(out + ".json", "w") as f:

@@ -240,3 +240,5 @@ def test_evaluate_and_predict_on_shards_equal_one_process(tmp_path):
         assert len(got["listed"]) == 4  # evaluate's list, in metrics_names order
         np.testing.assert_allclose(got["predicted"], got["predicted_whole"], rtol=1e-6)
         assert len(got["predicted"]) == 193
+    # Model.evaluate and predict took one shard on each rank: 96 and 97 of the 193 rows, twice
+    assert sorted(got["rows_seen"] for got in every) == [2 * 96, 2 * 97]

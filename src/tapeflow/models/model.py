@@ -25,6 +25,7 @@ import numpy as np
 from .. import backend
 from .. import callbacks as callbacks_module
 from .. import device as device_module
+from ..distribute import inference as distribute_inference
 from ..distribute import training as distribute_training
 from .. import losses as losses_module
 from .. import metrics as metrics_module
@@ -434,6 +435,8 @@ class Model(Layer):
         inference mode: a float when there are no metrics, else a list in ``metrics_names``
         order (a dict with ``return_dict``)."""
         self._require_compiled("evaluate")
+        if distribute_inference.takes(self, x, steps):  # MPIStrategy: each rank its shard
+            return distribute_inference.evaluate(self, x, y, batch_size, sample_weight, return_dict)
         feed = self._feed(x, y, sample_weight, batch_size, steps, "evaluate")
         self.reset_metrics()
         logs = {}
@@ -446,6 +449,8 @@ class Model(Layer):
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """Outputs for ``x`` (arrays, or a ``tf.data.Dataset`` whose elements' first part is
         the input), in batches, as a numpy array."""
+        if distribute_inference.takes(self, x, steps):  # MPIStrategy: each rank its shard
+            return distribute_inference.predict(self, x, batch_size)
         feed = self._feed(x, None, None, batch_size, steps, "predict")
         predict_function = self.make_predict_function()
         outputs = []

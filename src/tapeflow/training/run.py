@@ -365,11 +365,11 @@ class _Trainer:
         if self.early_stopping is not None and self.early_stopping.restore_best_weights \
                 and self.early_stopping.best_weights is not None:
             self.model.set_weights(self.early_stopping.best_weights)
-        test = None
-        if self.writes:  # under MPI, rank 0 evaluates, writes, and tells the others
+        if self.writes:
             self.write(os.path.join(self.run_dir, ckpt_io.FINAL_NAME), finished=True)
-            test = self.model.evaluate(self.data.x_test, self.data.y_test, verbose=0,
-                                       return_dict=True)
+        # every rank: under MPI, evaluate is a collective over the ranks' shards
+        test = self.model.evaluate(self.data.x_test, self.data.y_test, verbose=0, return_dict=True)
+        if self.writes:  # under MPI, rank 0 alone writes
             _write_text(os.path.join(self.run_dir, "test_metrics.json"),
                         json.dumps(test, indent=2) + "\n")
             write_history(self.run_dir, self.history)
