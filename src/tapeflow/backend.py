@@ -118,8 +118,9 @@ def to_device(value, like=None):
 
 def on_device_of(like, value):
     """``value`` (host data, or an array on any device) on the device of array ``like``: an
-    explicit copy when it is elsewhere (an index or a loaded weight), itself when it is there."""
-    xp = array_module(like)
+    explicit copy when it is elsewhere (an index or a loaded weight), itself when it is there.
+    A traced tensor's stand-in ``like`` has no data: its device is the current one."""
+    xp = module_of(like)
     if is_array(value) and array_module(value) is xp:
         return value
     return xp.asarray(to_host(value))

@@ -169,6 +169,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
         shape = tuple(d if d is not None else x._value.shape[i] for i, d in enumerate(noise_shape))
         draws = uniform(shape, dtype=x._value.dtype, seed=seed)
     keep = draws >= rate
-    if backend.is_array(x._value) and not isinstance(x._value, (np.ndarray, np.generic)):
-        keep = Tensor(backend.asarray(keep._value, like=x._value))  # drawn on the host, used on x's device
+    if backend.is_array(x._value) and backend.is_array(keep._value):
+        # drawn on the current device: x may live on another (made inside a tf.device block)
+        keep = Tensor(backend.on_device_of(x._value, keep._value))
     return where(keep, x / (1.0 - rate), 0.0)
