@@ -126,7 +126,7 @@ def inference(out):
         predicted_whole = net.predict(x, verbose=0)
     got = {"sharded": sharded, "whole": whole, "listed": net.evaluate(x, y, verbose=0),
            "predicted": predicted.tolist(), "predicted_whole": predicted_whole.tolist(),
-           "rows_seen": rows_seen}
+           "rows_seen": rows_seen, "local_rank": strategy.local_rank}
     every = strategy._comm.gather_objects(got)
     if strategy.rank == 0:
         with open(out + ".json", "w") as f:

@@ -242,3 +242,18 @@ def test_evaluate_and_predict_on_shards_equal_one_process(tmp_path):
         assert len(got["predicted"]) == 193
     # Model.evaluate and predict took one shard on each rank: 96 and 97 of the 193 rows, twice
     assert sorted(got["rows_seen"] for got in every) == [2 * 96, 2 * 97]
+    assert sorted(got["local_rank"] for got in every) == [0, 1]  # both ranks on this machine
+
+
+def test_each_rank_of_a_machine_takes_its_own_gpu(monkeypatch):
+    _mpiexec()
+    from tapeflow import backend
+    from tapeflow.distribute import launch
+    strategy = tf.distribute.MPIStrategy()
+    assert strategy.local_rank == 0
+    assert launch.device_name(None, "cpu") == launch.device_name(strategy, "cpu") == "/CPU:0"
+    assert launch.device_name(None, "gpu") == "/GPU:0"
+    monkeypatch.setattr(backend, "gpu_count", lambda: 4)
+    for local_rank, gpu in [(0, "/GPU:0"), (3, "/GPU:3"), (5, "/GPU:1")]:  # 5 ranks share 4 GPUs
+        monkeypatch.setattr(strategy._comm, "local_rank", local_rank)
+        assert launch.device_name(strategy, "gpu") == strategy.gpu_device_name() == gpu

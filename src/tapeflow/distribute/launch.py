@@ -8,7 +8,8 @@ the others never reach.
 import contextlib
 import os
 
-__all__ = ["broadcast", "gather", "launched_ranks", "scope", "together", "trainer_strategy"]
+__all__ = ["broadcast", "device_name", "gather", "launched_ranks", "scope", "together",
+           "trainer_strategy"]
 
 # The world size each launcher puts in its ranks' environment: MPICH/Intel MPI (Hydra),
 # Open MPI, PMIx launchers (Slurm's srun --mpi=pmix, prterun), MVAPICH.
@@ -36,6 +37,14 @@ def trainer_strategy(error):
         return MPIStrategy()
     except ImportError as e:
         raise error(f"launched on {launched_ranks()} MPI ranks, but {e}") from None
+
+
+def device_name(strategy, device):
+    """The ``tf.device`` name of a run's ``device`` ("cpu" or "gpu") on this rank: under MPI
+    each rank of a machine takes its own GPU (``MPIStrategy.gpu_device_name``)."""
+    if device != "gpu":
+        return "/CPU:0"
+    return "/GPU:0" if strategy is None else strategy.gpu_device_name()
 
 
 def scope(strategy):

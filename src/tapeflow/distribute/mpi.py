@@ -44,6 +44,11 @@ class Communicator:
         self.comm = comm if comm is not None else self._mpi.COMM_WORLD
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
+        self.local_rank = 0  # this rank's index among the ranks on its machine
+        if self.size > 1:
+            local = self.comm.Split_type(self._mpi.COMM_TYPE_SHARED)
+            self.local_rank = local.Get_rank()
+            local.Free()
 
     def sum_in_place(self, buffer):
         """Sum a contiguous numpy buffer over the ranks, in place (one ``Allreduce``)."""

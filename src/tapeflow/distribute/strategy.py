@@ -49,6 +49,18 @@ class MPIStrategy:
         """This process's replica index (0 is the one that writes files and logs)."""
         return self._comm.rank
 
+    @property
+    def local_rank(self):
+        """This process's index among the ranks on its machine (Horovod's ``local_rank``):
+        rank r of a machine with g GPUs uses GPU r % g (``gpu_device_name``)."""
+        return self._comm.local_rank
+
+    def gpu_device_name(self):
+        """The GPU this rank trains on: ``"/GPU:<local_rank % GPUs on this machine>"``, so the
+        ranks of one machine spread over its GPUs (several share one when ranks outnumber them)."""
+        from .. import backend
+        return f"/GPU:{self.local_rank % max(1, backend.gpu_count())}"
+
     @contextlib.contextmanager
     def scope(self):
         """Models compiled and fitted inside train data-parallel on this strategy."""

@@ -109,7 +109,7 @@ def _train(strategy, config, output, resume, overrides, allow_builder, verbose, 
     if resumed is not None and resumed.training["data_fingerprint"] != dataset.fingerprint:
         raise CheckpointError(f"{resumed.path}: the data differ from those the run was trained "
                               f"on (their fingerprints differ); resume with the same data")
-    with _device_scope(cfg.device):
+    with tf_device(launch.device_name(strategy, cfg.device)):  # under MPI, a GPU per rank
         return _train_on_device(strategy, cfg, resolved, resumed, dataset, where, base_dir,
                                 allow_builder, run_dir, root, verbose, stream)
 
@@ -178,11 +178,6 @@ def check_device(device):
     missing = backend.gpu_missing() if device == "gpu" else None
     if missing is not None:
         raise ConfigError(f"device gpu: {missing}")
-
-
-def _device_scope(device):
-    """The ``tf.device`` block a run's model, data and training live in."""
-    return tf_device("/GPU:0" if device == "gpu" else "/CPU:0")
 
 
 def _refuse_existing_run(run_dir):
