@@ -121,7 +121,9 @@ class RunConfig(Section):
     regularization: RegularizationConfig = Field(default_factory=RegularizationConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
-    device: Literal["cpu", "gpu"] = "cpu"
+    device: Literal["cpu", "gpu"] = Field(
+        "cpu", description="where the run trains; when not given, the caller's current device "
+                           "(the CPU for the command line)")
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
 
     def model_post_init(self, _):

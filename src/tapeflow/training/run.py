@@ -164,13 +164,31 @@ def _same_as_rank_0(strategy, what, mine, seed_given):
 
 def _config(config, overrides):
     if isinstance(config, RunConfig):
+        named = "device" in config.model_fields_set or _overrides_device(overrides)
         if overrides:
             config = parse_config(config.model_dump(mode="json"), "config", overrides)
-        return config, "config", os.getcwd()
+        return _on_current_device(config, named), "config", os.getcwd()
     if isinstance(config, dict):
-        return parse_config(config, "config", overrides), "config", os.getcwd()
+        cfg = parse_config(config, "config", overrides)
+        return _on_current_device(cfg, "device" in cfg.model_fields_set), "config", os.getcwd()
     path = os.fspath(config)
-    return load_config(path, overrides), path, os.path.dirname(os.path.abspath(path))
+    cfg = load_config(path, overrides)
+    return (_on_current_device(cfg, "device" in cfg.model_fields_set), path,
+            os.path.dirname(os.path.abspath(path)))
+
+
+def _overrides_device(overrides):
+    return any(text.partition("=")[0].strip() == "device" for text in overrides)
+
+
+def _on_current_device(cfg, named):
+    """A config that names no ``device`` runs on the caller's current device (``tf.device``,
+    ``tf.config.set_default_device``): the CPU for the command line, the GPU for code that made
+    it the default; the resolved config records which."""
+    if named:
+        return cfg
+    current = "gpu" if context().device.upper().startswith("GPU") else "cpu"
+    return cfg if cfg.device == current else cfg.model_copy(update={"device": current})
 
 
 def check_device(device):
