@@ -12,7 +12,7 @@ import numpy as np
 from ..core.dispatch import apply
 from ..core.registry import Inline, def_primitive, register_gradient
 from ..core.tensor import Tensor
-from ._util import array_module, as_tensor, binary_operands, lead_shape
+from ._util import array_module, as_tensor, binary_operands, lead_shape, module_of
 from .reduce import reduce_sum
 from .shape import broadcast_to, expand_dims, matrix_transpose, reshape
 
@@ -186,7 +186,7 @@ def _embed_diagonal(gi, batch, uniq, term, sizes, spare):
         else:
             seen.add(c)
             renamed.append(c)
-    xp = array_module(gi._value)
+    xp = module_of(gi._value)
     operands = [gi] + [Tensor(xp.eye(n, dtype=gi._value.dtype)) for _, n in eyes]
     eq = ",".join([batch + uniq] + [s for s, _ in eyes]) + "->" + batch + "".join(renamed)
     return einsum(eq, *operands)
@@ -274,5 +274,5 @@ def band_part(input, num_lower, num_upper, name=None):  # noqa: A002
     m, n = a._value.shape[-2:]
     rows, cols = np.arange(m)[:, None], np.arange(n)[None, :]
     keep = ((num_lower < 0) | (rows - cols <= num_lower)) & ((num_upper < 0) | (cols - rows <= num_upper))
-    xp = array_module(a._value)
+    xp = module_of(a._value)
     return a * Tensor(xp.asarray(keep, dtype=a._value.dtype))

@@ -17,7 +17,7 @@ import numpy as np
 from ..core.dispatch import apply
 from ..core.registry import def_primitive, register_gradient
 from ..core.tensor import Tensor
-from ._util import array_module, as_tensor, binary_operands
+from ._util import array_module, as_tensor, binary_operands, module_of
 from .linalg import inv, matmul
 from .shape import concat, expand_dims, matrix_transpose
 
@@ -35,7 +35,7 @@ def _square(name, a):
 
 def _const(x, array):
     """``array`` as a constant on ``x``'s device, in ``x``'s dtype."""
-    xp = array_module(x._value)
+    xp = module_of(x._value)
     return Tensor(xp.asarray(array, dtype=x._value.dtype))
 
 
@@ -355,7 +355,7 @@ def lstsq(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
     if not fast:
         return matmul(pinv(matrix), rhs)
     m, n = sa[-2:]
-    xp = array_module(matrix._value)
+    xp = module_of(matrix._value)
     reg = Tensor(xp.asarray(float(l2_regularizer) * np.eye(min(m, n)), dtype=matrix._value.dtype))
     if m >= n:
         gram = matmul(matrix, matrix, transpose_a=True)

@@ -6,11 +6,10 @@ of indexing, reshapes and broadcasts, whose rules are checked with theirs.
 """
 import numpy as np
 
-from .. import backend
 from ..core.dispatch import apply
 from ..core.registry import def_primitive, register_gradient
 from ..core.tensor import Tensor
-from ._util import array_module, as_tensor, norm_axes
+from ._util import array_module, as_tensor, module_of, norm_axes, on_device_of
 from .shape import SCATTER, broadcast_to, gather, getitem, reshape, where
 
 __all__ = ["roll", "repeat", "meshgrid", "matrix_diag", "matrix_diag_part"]
@@ -132,13 +131,13 @@ def matrix_diag(diagonal, name="diag", k=0, num_rows=-1, num_cols=-1, padding_va
         raise ValueError(f"linalg.diag: a diagonal of length {n} does not fit diagonal {k} of a "
                          f"{rows} x {cols} matrix")
     r, c = _diagonal_index(rows, cols, k, n)
-    r, c = (backend.on_device_of(diagonal._value, i) for i in (r, c))  # once, on the device
+    r, c = (on_device_of(diagonal._value, i) for i in (r, c))  # once, on the device
     # TensorFlow's MatrixDiag is MatrixDiagPart's adjoint: a scatter of the diagonal into zeros
     out = apply(SCATTER, (diagonal,), {"index": (Ellipsis, r, c),
                                        "shape": shape[:-1] + (rows, cols), "nb": 0})
     padding_value = _host(padding_value)
     if np.any(padding_value != 0):
-        xp = array_module(diagonal._value)
+        xp = module_of(diagonal._value)
         on = xp.zeros((rows, cols), dtype=bool)
         on[r, c] = True
         out = where(Tensor(on), out, padding_value)

@@ -11,7 +11,7 @@ from ..core.dispatch import apply
 from ..core.registry import Inline, NotDifferentiable, def_primitive, register_gradient
 
 from ..core.tensor import Tensor
-from ._util import array_module, as_tensor, lead_shape, norm_axes, one_axis
+from ._util import array_module, as_tensor, lead_shape, module_of, norm_axes, one_axis
 # Rules here use ops of other families whose rules use this one's: those ops are
 # reached through their modules, bound when a rule runs (how Python loads a circle).
 from . import arithmetic as arithmetic_ops, elementwise as elementwise_ops, shape as shape_ops
@@ -238,7 +238,7 @@ def _products_of_others(flat):
     """
     k = flat._value.shape[-1]
     if k <= _BLOCK:
-        off_diagonal = Tensor(~array_module(flat._value).eye(k, dtype=bool))
+        off_diagonal = Tensor(~module_of(flat._value).eye(k, dtype=bool))
         return reduce_prod(shape_ops.where(off_diagonal, shape_ops.expand_dims(flat, -2), 1.0), axis=-1)
     nblocks = -(-k // _BLOCK)
     lead = flat._value.shape[:-1]

@@ -18,11 +18,11 @@ axis from the right, so cotangents may carry leading (jacobian) axes.
 """
 import numpy as np
 
-from .. import backend
+from ..backend import to_host
 from ..core.dispatch import apply
 from ..core.registry import def_primitive, register_gradient
 from ..core.tensor import Tensor
-from ._util import array_module, as_tensor
+from ._util import array_module, as_tensor, on_device_of
 from .arithmetic import equal, logical_and, maximum
 from .shape import cast, where
 
@@ -68,7 +68,7 @@ def _ids_array(segment_ids, opname, data):
     ids = segment_ids._value if isinstance(segment_ids, Tensor) else np.asarray(segment_ids)
     if ids.dtype.kind not in "iu":
         raise TypeError(f"{opname}: segment_ids must be int32 or int64, not {ids.dtype.name}")
-    return backend.on_device_of(data._value, ids), np.asarray(backend.to_host(ids))
+    return on_device_of(data._value, ids), np.asarray(to_host(ids))
 
 
 def _sorted(data, segment_ids, opname):

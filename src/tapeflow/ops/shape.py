@@ -7,14 +7,13 @@ import math
 
 import numpy as np
 
-from .. import backend
 from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive, register_gradient
 from ..core.tensor import Tensor, convert_to_tensor, lift
 from ..dtypes import numpy_dtype
 from ._util import (
     array_module, as_tensor, binary_operands, dtype_mismatch, lead_shape, norm_axes, one_axis,
-    static_shape,
+    module_of, on_device_of, static_shape,
 )
 # Rules here use ops of other families whose rules use this one's: those ops are
 # reached through their modules, bound when a rule runs (how Python loads a circle).
@@ -303,7 +302,7 @@ def _array_index(index, like):
         elif isinstance(item, list):
             item = np.asarray(item)
         if _advanced(item):
-            item = backend.on_device_of(like, item)
+            item = on_device_of(like, item)
         if _advanced(item) and item.dtype.kind == "b":
             out.extend(item.nonzero())  # as numpy does, explicit so that the gradient can scatter
             continue
@@ -419,7 +418,7 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
 def boolean_mask(tensor, mask, axis=0, name=None):
     tensor = as_tensor(tensor)
     mask = mask._value if isinstance(mask, Tensor) else np.asarray(mask)
-    mask = backend.on_device_of(tensor._value, mask)
+    mask = on_device_of(tensor._value, mask)
     axis = one_axis(axis, tensor._value.ndim, "boolean_mask")
     return getitem(tensor, (slice(None),) * (axis + tensor._value.ndim) + (mask,))
 
@@ -526,7 +525,7 @@ def where(condition, x=None, y=None, name=None):
     coordinates of the true elements."""
     condition = as_tensor(condition)
     if x is None and y is None:
-        xp = array_module(condition._value)
+        xp = module_of(condition._value)
         return Tensor(xp.stack(xp.nonzero(condition._value), axis=-1).astype(np.int64))
     if x is None or y is None:
         raise ValueError("where needs both x and y, or neither")

@@ -696,8 +696,8 @@ def _decode_value(value, arrays, variables, where, graph_depth, budget, depth):
             out[pair[0]] = _decode_value(pair[1], arrays, variables, where, graph_depth, budget,
                                          depth + 1)
         return out
-    if tag == "$array":
-        return arrays.get(body, where)
+    if tag == "$array":  # an op's array attr (an index, segment ids): beside the op's data,
+        return backend.to_device(arrays.get(body, where))  # on the current device, as consts
     if tag == "$graph":
         return decode_graph(body, arrays, variables, where=where, _depth=graph_depth + 1,
                             _budget=budget)
