@@ -16,7 +16,7 @@ def _weights(run):
 
 @pytest.fixture
 def cpu_run(tmp_path):
-    return train(small_config(), output=tmp_path / "cpu", verbose=False)
+    return train(small_config(), output=tmp_path / "cpu", device="cpu", verbose=False)
 
 
 def test_device_gpu_trains_the_numbers_the_cpu_trains(strict_gpu, tmp_path, cpu_run):
