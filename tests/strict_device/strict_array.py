@@ -91,7 +91,7 @@ def _operand(other):
 class StrictArray:
     """numpy data that numpy cannot take implicitly (see the module's docstring)."""
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "__weakref__")  # CuPy's arrays take weak references too
     __array_priority__ = 50  # below Tensor's, so ``array <op> Tensor`` goes to the Tensor
 
     def __init__(self, data):
