@@ -95,14 +95,15 @@ def test_a_traced_function_is_traced_once_per_device(strict_gpu):
 
     x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
     w = np.ones((3, 1), np.float32)
-    on_cpu = layer(tf.constant(x), tf.constant(w))
+    with tf.device("/CPU:0"):
+        on_cpu = layer(tf.constant(x), tf.constant(w))
+        cpu_source = layer.get_concrete_function(tf.constant(x), tf.constant(w))._run.source
     with tf.device("/GPU:0"):
         on_gpu = layer(tf.constant(x), tf.constant(w))
     assert layer.experimental_get_tracing_count() == 2
     assert isinstance(on_gpu._value, StrictArray) and type(on_cpu._value) is not StrictArray
     assert on_gpu.numpy() == on_cpu.numpy() == np.float32(3.0)  # relu([-3, 6]) averaged
     # numpy's specialized kernels are the CPU graph's only: the device graph calls the ops
-    cpu_source = layer.get_concrete_function(tf.constant(x), tf.constant(w))._run.source
     with tf.device("/GPU:0"):
         device_source = layer.get_concrete_function(tf.constant(x), tf.constant(w))._run.source
     assert "np.maximum" in cpu_source and "np." not in device_source
@@ -112,7 +113,8 @@ def test_assign_moves_a_value_to_the_variable_s_device(strict_gpu):
     with tf.device("/GPU:0"):
         on_gpu = tf.Variable([1.0, 2.0])
         device_value = tf.constant([5.0, 6.0])
-    on_cpu = tf.Variable([0.0, 0.0])
+    with tf.device("/CPU:0"):
+        on_cpu = tf.Variable([0.0, 0.0])
     on_gpu.assign(np.array([3.0, 4.0], np.float32))  # a loaded weight, on the host
     on_cpu.assign(device_value)
     assert isinstance(on_gpu._value, StrictArray) and on_gpu.numpy().tolist() == [3.0, 4.0]
