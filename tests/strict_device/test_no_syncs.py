@@ -75,3 +75,33 @@ def test_an_out_of_range_label_in_a_traced_step_on_a_device_gives_nan(strict_gpu
         bad = loss(tf.constant([0, 3, -1]), logits).numpy()
     np.testing.assert_array_equal(same, want)
     assert bad[0] == want[0] and np.isnan(bad[1]) and np.isnan(bad[2])
+
+
+def test_batch_logs_are_read_from_the_device_only_when_a_callback_reads_them(strict_gpu):
+    seen = []
+
+    class Counts(tf.keras.callbacks.Callback):  # wants the hook, not the numbers
+        def on_train_batch_end(self, batch, logs=None):
+            seen.append(batch)
+
+    class Reads(tf.keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            seen.append((logs["loss"], dict(logs)))
+            logs["extra"] = 1.0  # a callback may add to the logs, as in Keras
+
+    def reads(steps, callback):
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((16 * steps, 4)).astype("float32")
+        y = x.sum(axis=1, keepdims=True)
+        with tf.device("/GPU:0"):
+            model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+            model.compile("sgd", "mse", metrics=["mae"])
+            model.fit(x, y, batch_size=16, verbose=0)
+            before = syncs()
+            model.fit(x, y, batch_size=16, verbose=0, callbacks=[callback])
+            return syncs() - before
+    assert reads(8, Counts()) == reads(2, Counts())
+    assert reads(8, Reads()) - reads(2, Reads()) == 6 * 2  # loss and mae at each extra step
+    loss, logs = seen[-1]
+    assert type(loss) is float and set(logs) == {"loss", "mae"}
+    assert all(type(v) is float for v in logs.values())

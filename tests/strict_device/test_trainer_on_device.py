@@ -55,3 +55,40 @@ def test_without_a_gpu_the_trainer_names_what_is_missing(monkeypatch):
     monkeypatch.setattr(backend, "gpu_missing", lambda: "CuPy is not installed; install it")
     with pytest.raises(ConfigError, match="device gpu: CuPy is not installed; install it"):
         train(small_config(), output="unused", device="gpu", verbose=False)
+
+
+def _overflowing_config(batch_size, steps):
+    """``steps`` steps an epoch at a sane rate, then 1e6: the loss overflows early in epoch 2."""
+    config = small_config(training={"epochs": 4, "batch_size": batch_size},
+                          optimizer={"name": "sgd", "schedule": {
+                              "name": "ExponentialDecay",
+                              "options": {"initial_learning_rate": 0.01, "decay_steps": steps,
+                                          "decay_rate": 1e8, "staircase": True}}})
+    del config["optimizer"]["learning_rate"]
+    return config
+
+
+@pytest.mark.parametrize("device, batch_size, steps, at", [
+    ("cpu", 256, 46, r"at epoch 2, step \d+;"),
+    ("gpu", 256, 46, r"at epoch 2, by step (20|40|46);"),
+    ("gpu", 1024, 12, r"at epoch 2, by step 12;")])  # read at the epoch's end only
+def test_a_nan_loss_stops_the_run_reading_the_gpu_loss_every_20_steps(
+        strict_gpu, tmp_path, device, batch_size, steps, at):
+    from tapeflow.training.errors import TrainingError
+    with pytest.raises(TrainingError, match="the loss became (nan|inf) " + at):
+        train(_overflowing_config(batch_size, steps), output=tmp_path / "run", device=device,
+              verbose=False)
+    kept = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir())
+    assert kept == ["best.h5", "epoch-0001.h5"]  # nothing written after the NaN
+
+
+def test_the_trainer_reads_the_gpu_once_per_20_steps_not_every_step(strict_gpu, tmp_path):
+    from strict_device.strict_array import syncs
+
+    def reads(batch_size):
+        before = syncs()
+        train(small_config(training={"epochs": 1, "batch_size": batch_size}),
+              output=tmp_path / str(batch_size), device="gpu", verbose=False)
+        return syncs() - before
+    few, many = reads(256), reads(32)  # 46 and 363 steps
+    assert many - few <= (363 - 46) // 20 + 2, (few, many)

@@ -1,10 +1,11 @@
 """The callback protocol (``Callback``, ``CallbackList``) and what ``fit`` always adds:
 ``History`` and the progress bar (``ProgbarLogger``).  ``fit`` hands callbacks logs of plain
-floats."""
+floats; a step's logs (``BatchLogs``) become floats when a callback reads them."""
+import collections.abc
 import sys
 
 
-__all__ = ["Callback", "CallbackList", "History", "ProgbarLogger"]
+__all__ = ["BatchLogs", "Callback", "CallbackList", "History", "ProgbarLogger", "python_float"]
 
 
 class Callback:
@@ -39,6 +40,47 @@ class Callback:
     def on_predict_end(self, logs=None): pass
     def on_predict_batch_begin(self, batch, logs=None): pass
     def on_predict_batch_end(self, batch, logs=None): pass
+
+
+class BatchLogs(collections.abc.MutableMapping):
+    """A step's logs for ``on_train_batch_end``: each value becomes a Python float when a
+    callback reads it.  On a GPU every read waits for the device to finish the step, so a
+    callback that reads every 20th step's logs (the progress bar) waits once per 20 steps."""
+
+    def __init__(self, logs):
+        self._values = logs      # tensors as the traced step returned them
+        self._floats = {}
+
+    def __getitem__(self, key):
+        try:
+            return self._floats[key]
+        except KeyError:
+            value = self._floats[key] = python_float(self._values[key])
+            return value
+
+    def __setitem__(self, key, value):  # a callback adding to the logs, as Keras's may
+        self._values[key] = self._floats[key] = value
+
+    def __delitem__(self, key):
+        del self._values[key]
+        self._floats.pop(key, None)
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __repr__(self):
+        return repr(dict(self))
+
+
+def python_float(value):
+    """A log value as a Python float (a scalar tensor's value), anything else as it is."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return value
 
 
 class CallbackList:

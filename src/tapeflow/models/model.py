@@ -25,6 +25,7 @@ import numpy as np
 from .. import backend
 from .. import callbacks as callbacks_module
 from .. import device as device_module
+from ..callbacks.base import BatchLogs, python_float
 from ..distribute import inference as distribute_inference
 from ..distribute import training as distribute_training
 from .. import losses as losses_module
@@ -408,7 +409,7 @@ class Model(Layer):
                 self._build_on(batch)
                 logs = train_function(batch)
                 if cbs.wants_batch_logs:
-                    cbs.on_train_batch_end(step, _floats(logs))
+                    cbs.on_train_batch_end(step, BatchLogs(dict(logs)))
                 if self.stop_training:
                     break
             feed.end_epoch()
@@ -738,14 +739,7 @@ def _as_returned(logs, return_dict):
 
 def _floats(logs):
     """Logs as callbacks and History get them: scalars as Python floats, anything else as is."""
-    return {k: _float_or_self(v) for k, v in logs.items()}
-
-
-def _float_or_self(value):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return value
+    return {k: python_float(v) for k, v in logs.items()}
 
 
 def _shuffle_seed():

@@ -351,11 +351,12 @@ class _Trainer:
         """The run's end when its loss turned NaN (the same on every rank: the logs are the
         global batches')."""
         if self.nan_at is not None:
-            epoch, step, value = self.nan_at
+            epoch, step, value, exact = self.nan_at
             last = ckpt_io.epoch_checkpoints(self.run_dir)
             kept = f"the last good checkpoint is {last[0][1]}" if last else \
                 "no checkpoint was written before it"
-            raise TrainingError(f"the loss became {value} at epoch {epoch + 1}, step {step + 1}; "
+            at = f"step {step + 1}" if exact else f"by step {step + 1}"  # read every few steps
+            raise TrainingError(f"the loss became {value} at epoch {epoch + 1}, {at}; "
                                 f"training stopped ({kept}). Lower the learning rate, or check "
                                 f"the data for extreme values.")
 
@@ -412,24 +413,38 @@ class _Best:
         return True
 
 
+# On a GPU, reading the loss waits for the device: the NaN watch reads it once per this many
+# steps there (the progress bar's interval), and at every step on the CPU, where it is free.
+_GPU_LOSS_EVERY = 20
+
+
 class _EpochEnd(callbacks_module.Callback):
-    """Records the epoch and writes checkpoints; stops the run on a NaN loss (per step)."""
+    """Records the epoch and writes checkpoints; stops the run on a NaN loss (the loss is the
+    epoch's running mean, so a NaN step shows at every later read of the epoch)."""
 
     def __init__(self, trainer):
         super().__init__()
         self.trainer = trainer
         self.epoch = 0
+        self.every = _GPU_LOSS_EVERY if trainer.cfg.device == "gpu" else 1
+        self.step = -1
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
 
     def on_train_batch_end(self, batch, logs=None):
-        loss = (logs or {}).get("loss")
+        self.step = batch
+        if (batch + 1) % self.every == 0:
+            self._watch((logs or {}).get("loss"))
+
+    def _watch(self, loss):
         if loss is not None and not math.isfinite(loss):
-            self.trainer.nan_at = (self.epoch, batch, loss)
+            self.trainer.nan_at = (self.epoch, self.step, loss, self.every == 1)
             self.model.stop_training = True
 
     def on_epoch_end(self, epoch, logs=None):
+        if self.trainer.nan_at is None:
+            self._watch((logs or {}).get("loss"))  # steps since the last read
         if self.trainer.nan_at is None:
             self.trainer.end_of_epoch(epoch, logs or {})
 
