@@ -209,6 +209,13 @@ def main(mode, out):
             writer = tf.keras.callbacks.CSVLogger(f"{out}.rank{rank}.csv")
             history = net.fit(x, y, batch_size=64, epochs=3, verbose=2,
                               callbacks=stop + [writer])
+    if mode != "single":  # each rank's traced step: traced once per shard shape, for every fit
+        step = net.make_train_function()
+        traces = strategy._comm.gather_objects(
+            None if step.traced is None else step.traced.experimental_get_tracing_count())
+        if rank == 0:
+            with open(out + ".traces.json", "w") as f:
+                json.dump(traces, f)
     if rank == 0:
         np.savez(out, *[w for w in net.get_weights()])
         with open(out + ".json", "w") as f:

@@ -79,6 +79,9 @@ def test_two_ranks_on_half_batches_end_with_one_process_weights(one_process, two
     # the logs are the global batches' values (summed metric state), not rank 0's half
     for name in ("loss", "mae"):
         np.testing.assert_allclose(split_logs[name], single_logs[name], rtol=1e-5)
+    # the step ran compiled on each rank: traced for 32-row shards and the last batch's 1 row
+    with open(two_ranks[1] + ".traces.json") as f:
+        assert json.load(f) == [2, 2]
 
 
 def test_three_ranks_on_uneven_shards_end_with_one_process_weights(tmp_path, one_process):

@@ -2,21 +2,28 @@
 
 - ``fit_callbacks`` (fit's start): rank 0's random state goes to every rank, so all draw the
   same shuffles; ranks other than 0 print nothing and drop the callbacks that write files.
-- ``train_function``: each global batch is cut into one contiguous shard per rank; the step runs
-  eagerly (the all-reduce is an MPI call, not a graph op); the metrics' state is summed so that
-  every rank logs the global batch's values, and BatchNormalization's moving statistics are
-  averaged.  The first step checks the ranks agree and broadcasts rank 0's weights.
+- ``train_function``: each global batch is cut into one contiguous shard per rank; the step is
+  traced as on one process (eager where the model runs eagerly); the metrics' state is summed
+  so that every rank logs the global batch's values, and BatchNormalization's moving statistics
+  are averaged.  The first step checks the ranks agree and broadcasts rank 0's weights.
 - ``reduce_gradients`` (inside ``train_step``): each rank's gradient of the mean loss over its
-  shard, weighted by its shard's size, summed in one Allreduce, divided by the global batch
-  size: the gradient of the mean loss over the global batch, whatever the number of ranks.
+  shard, weighted by its shard's share of the global batch, summed in one Allreduce: the
+  gradient of the mean loss over the global batch, whatever the number of ranks.  In a traced
+  step the gradients are packed into one flat buffer by graph ops and the Allreduce is an op of
+  the graph (``MPIAllReduceSum``), so the whole step runs compiled.
 """
 import hashlib
 
 import numpy as np
 
 from .. import callbacks as callbacks_module
-from ..core.context import context
+from ..core.context import PER_THREAD, context
+from ..core.dispatch import apply
+from ..core.registry import NotDifferentiable, def_primitive
+from ..core.tensor import convert_to_tensor
 from ..models import data as data_module
+from ..ops.shape import cast, concat, reshape
+from ..tracing.function import function
 from .mpi import host_array
 from .strategy import current_strategy
 
@@ -52,7 +59,11 @@ def train_function(model, step):
     if getattr(model.optimizer, "needs_loss_fn", False):
         raise ValueError(f"MPIStrategy: {type(model.optimizer).__name__} evaluates the loss "
                          f"itself and cannot train data-parallel; use a first-order optimizer")
-    return _ReplicaStep(strategy, model)
+    replica = getattr(model, "_replica_step", None)
+    # one per compiled step (compile makes a new one), so later fits reuse its traces
+    if replica is None or replica.strategy is not strategy or replica.source is not step:
+        replica = model._replica_step = _ReplicaStep(strategy, model, step)
+    return replica
 
 
 def reduce_gradients(model, grads):
@@ -61,20 +72,68 @@ def reduce_gradients(model, grads):
     strategy = strategy_of(model)
     if strategy is None or strategy.num_replicas_in_sync == 1:
         return grads
+    share = getattr(strategy, "_shard_share", None)  # this rank's rows / the global batch's
     if context().trace is not None:
-        raise RuntimeError("MPIStrategy: gradients cannot be all-reduced inside tf.function yet "
-                           "(the Allreduce is an MPI call, not a graph op); fit and "
-                           "train_on_batch run the step eagerly under the strategy")
-    local, total = getattr(strategy, "_shard_sizes", None) or (1, strategy.num_replicas_in_sync)
+        if share is None:
+            raise RuntimeError("MPIStrategy: gradients are all-reduced inside fit's and "
+                               "train_on_batch's steps; a tf.function of your own cannot "
+                               "all-reduce them yet (call strategy.all_reduce outside it)")
+        return _traced_sum(strategy, grads, share)
+    local, total = (1, strategy.num_replicas_in_sync) if share is None else share
     return strategy._packed_sum(grads, before=float(local), after=1.0 / total)
+
+
+def _all_reduce_kernel(buffer, weight, *, strategy):
+    """``sum over ranks of weight * buffer`` (one Allreduce; NCCL for device data).  While a
+    trace records the op its operands are examples: no rank communicates then, so ranks that
+    trace at different steps (another shard shape) never wait for each other."""
+    weighted = buffer * weight.astype(buffer.dtype)
+    if PER_THREAD.context.trace is not None:
+        return weighted
+    return strategy._packed_sum([weighted], before=1.0, after=1.0)[0]._value
+
+
+# stateful: a trace never merges or drops it (each step's Allreduce is one collective call)
+MPI_ALL_REDUCE = def_primitive("MPIAllReduceSum", _all_reduce_kernel, stateful=True)
+NotDifferentiable("MPIAllReduceSum")
+
+
+def _traced_sum(strategy, grads, share):
+    """The gradients summed over the ranks by graph ops: packed, all-reduced, cut back."""
+    present = [g for g in grads if g is not None]
+    if not present:
+        return grads
+    dtype = np.result_type(*[g.dtype.as_numpy_dtype for g in present])
+    flat = concat([reshape(cast(g, dtype), [-1]) for g in present], axis=0)
+    summed = apply(MPI_ALL_REDUCE, (flat, cast(share, dtype)), {"strategy": strategy})
+    out, start = [], 0
+    for g in grads:
+        if g is None:
+            out.append(None)
+            continue
+        size = int(np.prod(g.shape))
+        out.append(cast(reshape(summed[start:start + size], g.shape), g.dtype))
+        start += size
+    return out
 
 
 class _ReplicaStep:
     """fit's train function on one rank: its shard of each global batch, then the sums."""
 
-    def __init__(self, strategy, model):
-        self.strategy, self.model = strategy, model
+    def __init__(self, strategy, model, source):
+        self.strategy, self.model, self.source = strategy, model, source
         self.weights_shared = False
+        # traced as on one process, with the shard's share of the global batch an input
+        self.traced = None if model._runs_eagerly("train") else function(self._shard_step)
+
+    def _shard_step(self, shard, share):
+        """train_step on a shard; ``reduce_gradients`` reads its share (rows / global rows)
+        from the strategy: a traced scalar here, ``(rows, global rows)`` eagerly."""
+        self.strategy._shard_share = share
+        try:
+            return self.model.train_step(shard)
+        finally:
+            self.strategy._shard_share = None
 
     def __call__(self, batch):
         strategy, model = self.strategy, self.model
@@ -89,11 +148,10 @@ class _ReplicaStep:
         # on one row weighted 0 (so they join the Allreduce) and keep no metric update from it.
         shard = _rows(batch, *((lo, hi) if hi > lo else (0, 1)))
         before = [_host(v) for v in metric_variables(model)]
-        strategy._shard_sizes = (hi - lo, total)
-        try:
-            local_logs = model.train_step(shard)
-        finally:
-            strategy._shard_sizes = None
+        if self.traced is None:
+            local_logs = self._shard_step(shard, (hi - lo, total))
+        else:
+            local_logs = self.traced(shard, convert_to_tensor(np.float64((hi - lo) / total)))
         return _sync_state(strategy, model, local_logs, before, hi - lo, total)
 
 
