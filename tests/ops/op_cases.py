@@ -1486,6 +1486,13 @@ def _metric_sums(x):
     return metrics._traced_sums(x, None, "mean", np.float64)
 
 
+class _OneRank:
+    """An MPIStrategy of one rank for MPIAllReduceSum's probe: the sum is the value."""
+
+    def _packed_sum(self, values, before, after):
+        return [tf.constant(v) for v in values]
+
+
 def _optimizer_op(name, *operands, **attrs):
     """An optimizer primitive on x (variable, slots and gradient): its first output."""
     from tapeflow.core.dispatch import apply
@@ -1573,6 +1580,10 @@ NON_DIFFERENTIABLE = {
                              "sparse crossentropy's label check in a traced step: the labels pass "
                              "through (or it raises); class indices have no derivative",
                              lambda x: _check_class_indices(x)),
+    "MPIAllReduceSum": _nd("not_differentiable", "MPIStrategy's sum of a step's packed gradients "
+                           "over the ranks (a collective): registered NotDifferentiable",
+                           lambda x: _optimizer_op("MPIAllReduceSum", x, 0.5,
+                                                   strategy=_OneRank())),
     "MetricValues": _nd("not_differentiable", _METRIC,
                         lambda x: _metric_values(x)),
     "MetricSums": _nd("not_differentiable", _METRIC,
