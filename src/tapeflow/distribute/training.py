@@ -22,6 +22,7 @@ from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive
 from ..core.tensor import convert_to_tensor
 from ..models import data as data_module
+from ..ops.creation import ones_like
 from ..ops.shape import cast, concat, reshape
 from ..tracing.function import function
 from .mpi import host_array
@@ -124,7 +125,7 @@ class _ReplicaStep:
         self.strategy, self.model, self.source = strategy, model, source
         self.weights_shared = False
         # traced as on one process, with the shard's share of the global batch an input
-        self.traced = None if model._runs_eagerly("train") else function(self._shard_step)
+        self.traced = None if model._runs_eagerly("train") else function(self._traced_step)
 
     def _shard_step(self, shard, share):
         """train_step on a shard; ``reduce_gradients`` reads its share (rows / global rows)
@@ -134,6 +135,30 @@ class _ReplicaStep:
             return self.model.train_step(shard)
         finally:
             self.strategy._shard_share = None
+
+    def _traced_step(self, shard, share, counts):
+        """The whole replica step as one graph: ``train_step`` on the shard (its gradients
+        summed inside), then what ``_sync_state`` does eagerly, with a second all-reduce op:
+        the metrics' updates (times ``counts``: 0 on a rank with no rows) and the layers'
+        floating state (times ``share``) summed over the ranks.  No host reads."""
+        model = self.model
+        metric_vars = metric_variables(model)
+        before = [v.value() for v in metric_vars]
+        logs = self._shard_step(shard, share)
+        if len(metric_variables(model)) != len(metric_vars):  # fit's _build_on makes them first
+            raise RuntimeError("MPIStrategy: a metric made its state inside the traced step, "
+                               "where its updates would not be summed over the ranks")
+        layer_state = [v for v in model.non_trainable_variables if v.dtype.is_floating]
+        if not metric_vars and not layer_state:
+            return logs
+        changes = [(v.value() - b) * cast(counts, v.dtype) for v, b in zip(metric_vars, before)]
+        changes += [v.value() * cast(share, v.dtype) for v in layer_state]
+        summed = _traced_sum(self.strategy, changes, ones_like(share))
+        for v, b, change in zip(metric_vars, before, summed):
+            v.assign(b + change)
+        for v, value in zip(layer_state, summed[len(metric_vars):]):
+            v.assign(value)
+        return _logs_of_metrics(model, logs)
 
     def __call__(self, batch):
         strategy, model = self.strategy, self.model
@@ -147,11 +172,11 @@ class _ReplicaStep:
         # A batch shorter than the number of ranks leaves some ranks no rows: they run the step
         # on one row weighted 0 (so they join the Allreduce) and keep no metric update from it.
         shard = _rows(batch, *((lo, hi) if hi > lo else (0, 1)))
+        if self.traced is not None:
+            return self.traced(shard, convert_to_tensor(np.float64((hi - lo) / total)),
+                               convert_to_tensor(np.float64(hi > lo)))
         before = [_host(v) for v in metric_variables(model)]
-        if self.traced is None:
-            local_logs = self._shard_step(shard, (hi - lo, total))
-        else:
-            local_logs = self.traced(shard, convert_to_tensor(np.float64((hi - lo) / total)))
+        local_logs = self._shard_step(shard, (hi - lo, total))
         return _sync_state(strategy, model, local_logs, before, hi - lo, total)
 
 

@@ -319,9 +319,17 @@ class Model(Layer):
 
     def _build_on(self, batch):
         """Build the model eagerly on its first batch, as the eager step does first thing: its
-        weights are drawn from the random state as eagerly (a trace gives back its draws)."""
+        weights are drawn from the random state as eagerly (a trace gives back its draws).
+        An "accuracy" metric's kind is chosen from that batch too, so that every metric's
+        state exists before a step is traced (MPIStrategy sums it in the graph)."""
+        x, y, _ = _unpack(batch) if isinstance(batch, (tuple, list)) else (batch, None, None)
         if not self.built:
-            self(batch[0] if isinstance(batch, (tuple, list)) else batch, training=False)
+            self(x, training=False)
+        if y is not None and any(isinstance(m, str) for m in
+                                 self._compiled_metrics + self._weighted_metrics):
+            y_pred = self(x, training=False)
+            self._compiled_metrics = _chosen_accuracies(self._compiled_metrics, y, y_pred)
+            self._weighted_metrics = _chosen_accuracies(self._weighted_metrics, y, y_pred)
 
     def _runs_eagerly(self, kind):
         if self.run_eagerly or context().functions_run_eagerly:
