@@ -8,8 +8,8 @@ For each batch size:
   no strategy   one process, plain ``model.fit`` (its train step traced by tf.function)
   N rank(s)     ``mpiexec -n N``, fit inside ``MPIStrategy().scope()`` (1 rank: fit's own
                 traced step, nothing to reduce); with more, each rank takes
-                global_batch / N rows of each step (the step traced too: the
-                all-reduce is an op of its graph, between gradient and update)
+                global_batch / N rows of each step (the step compiled too: the
+                gradients' and the metrics' all-reduces are ops of its graph)
 
 Timing: one warm-up epoch, then ``--epochs`` timed epochs of ``--steps`` steps; the figure is
 steps per second over the timed epochs, on rank 0.  With 2 ranks on 2 cores the ranks share
