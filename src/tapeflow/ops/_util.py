@@ -1,23 +1,12 @@
 """Small helpers shared by the op families."""
 import numpy as np
 
-from .. import backend
-from ..backend import array_module, module_of
+from ..backend import array_module, module_of, on_device_of
 from ..core.backprop import lead_shape
 from ..core.tensor import Tensor, convert_to_tensor, lift
 
 __all__ = ["array_module", "binary_operands", "as_tensor", "norm_axes", "one_axis", "lead_shape",
            "dtype_mismatch", "static_shape", "on_device_of", "module_of"]
-
-
-def on_device_of(like, value):
-    """``value`` (an index or ids: host data, or an array on any device) on the device of
-    ``like``, a tensor's data: copied there once, when an op is built.  A traced tensor's data
-    is a shape-and-dtype stand-in: its trace runs on the current device, so the value goes there."""
-    xp = backend.module_of(like)
-    if backend.is_array(value) and array_module(value) is xp:
-        return value
-    return xp.asarray(backend.to_host(value))
 
 
 def as_tensor(x):
