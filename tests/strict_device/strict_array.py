@@ -12,15 +12,21 @@ import types
 
 import numpy as np
 
-__all__ = ["StrictArray", "MODULE", "HostLeak", "syncs"]
+__all__ = ["StrictArray", "MODULE", "HostLeak", "syncs", "uploads"]
 
 _SYNCS = [0]  # device-to-host reads so far (a GPU waits for its queue at each)
+_UPLOADS = [0]  # host arrays copied to the device so far
 
 
 def syncs():
     """How many times device data has been read on the host (``float(a)``, ``a.get()``, ...):
     tests compare the count across runs to find syncs made at every step."""
     return _SYNCS[0]
+
+
+def uploads():
+    """How many host arrays have been copied onto the device (``xp.asarray(numpy_array)``)."""
+    return _UPLOADS[0]
 
 
 class HostLeak(TypeError):
@@ -201,6 +207,8 @@ def _to_strict(value, dtype=None, **kwargs):
     if isinstance(value, StrictArray):
         data = value._data if dtype is None else value._data.astype(dtype, copy=False)
         return StrictArray(data)
+    if isinstance(value, np.ndarray):
+        _UPLOADS[0] += 1
     return StrictArray(np.array(value, dtype=dtype, **kwargs))
 
 

@@ -105,3 +105,23 @@ def test_batch_logs_are_read_from_the_device_only_when_a_callback_reads_them(str
     loss, logs = seen[-1]
     assert type(loss) is float and set(logs) == {"loss", "mae"}
     assert all(type(v) is float for v in logs.values())
+
+
+def test_dropout_masks_are_drawn_on_the_device_not_copied_there_each_step(strict_gpu):
+    from strict_device.strict_array import uploads
+
+    def uploads_of_one_epoch(steps):
+        tf.keras.backend.clear_session()
+        tf.random.set_seed(0)
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((16 * steps, 8)).astype("float32")
+        y = rng.standard_normal((16 * steps, 1)).astype("float32")
+        with tf.device("/GPU:0"):
+            model = tf.keras.Sequential([tf.keras.Input((8,))] + _dropout_and_norm()
+                                        + [tf.keras.layers.Dense(1)])
+            model.compile("adam", "mse")
+            model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+            before = uploads()
+            model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+            return uploads() - before
+    assert uploads_of_one_epoch(8) == uploads_of_one_epoch(2)

@@ -136,3 +136,30 @@ def test_every_optimizer_updates_the_device_as_it_does_the_host(strict_gpu, name
         got = three_steps()
     assert isinstance(got._value, StrictArray)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_philox_gives_the_device_the_host_s_bits(strict_gpu):
+    from tapeflow.ops import philox
+    from strict_device.strict_array import MODULE
+    for dtype in (np.float32, np.float64):
+        on_device = philox.uniform(MODULE, (5, 6), (7, 8), dtype)
+        assert isinstance(on_device, StrictArray)
+        np.testing.assert_array_equal(MODULE.asnumpy(on_device),
+                                      philox.uniform(np, (5, 6), (7, 8), dtype))
+
+
+def test_dropout_on_the_device_draws_there_seeded(strict_gpu):
+    def masks():
+        tf.random.set_seed(5)
+        with tf.device("/GPU:0"):
+            x = tf.ones([200, 50])
+            return [tf.nn.dropout(x, rate=0.3) for _ in range(2)]
+    first, second = masks()
+    assert isinstance(first._value, StrictArray)
+    kept = first.numpy() != 0
+    assert abs(kept.mean() - 0.7) < 0.02  # the rate holds
+    np.testing.assert_allclose(first.numpy()[kept], 1 / 0.7, rtol=1e-6)
+    assert not np.array_equal(first.numpy(), second.numpy())  # each call its own mask
+    again = masks()
+    np.testing.assert_array_equal(again[0].numpy(), first.numpy())  # the seed replays them
+    np.testing.assert_array_equal(again[1].numpy(), second.numpy())

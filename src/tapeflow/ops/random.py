@@ -4,7 +4,10 @@
 alongside it gives that op its own reproducible stream.  Draws are made on
 the host by numpy's generator (so a seed gives the same numbers on every device) and moved
 once to the current device, or to the device of the tensor ``like`` they take their shape from;
-they are plain (non-differentiable) tensors.
+they are plain (non-differentiable) tensors.  The exception is a float ``uniform_like`` of a
+tensor on a GPU (dropout's mask, drawn at every step): there the numbers are made on the device
+by Philox (``ops/philox.py``) from a key the host's generator draws, reproducible with the same
+seed but not the numbers the CPU draws.
 
 ``normal``, ``uniform``, ``truncated_normal`` and ``shuffle`` are stateful
 primitives (``RandomStandardNormal``, ``RandomUniform``, ``TruncatedNormal``,
@@ -22,6 +25,7 @@ from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive
 from ..core.tensor import Tensor, convert_to_tensor
 from ..dtypes import numpy_dtype
+from . import philox
 from ._util import static_shape
 
 __all__ = ["set_seed", "normal", "uniform", "truncated_normal", "shuffle", "Generator",
@@ -68,6 +72,13 @@ def _normal_kernel(*like, shape, mean, stddev, dtype, seed):
 
 
 def _uniform_kernel(*like, shape, minval, maxval, dtype, seed):
+    if like and np.dtype(dtype).kind == "f" and backend.array_module(like[0]) is not np:
+        # drawn where the data are, not copied there at every step: a key from the host's state
+        xp = backend.array_module(like[0])
+        key = tuple(int(k) for k in _rng(seed).integers(0, 2 ** 32, size=2, dtype=np.uint64))
+        unit = philox.uniform(xp, like[0].shape, key, dtype)
+        return unit if (minval, maxval) == (0, 1) else \
+            (unit * (maxval - minval) + minval).astype(dtype, copy=False)
     return _on_device(_uniform_array(_rng(seed), _draw_shape(like, shape), minval, maxval, dtype),
                       like)
 
