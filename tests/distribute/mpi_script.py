@@ -55,17 +55,21 @@ def collectives(out):
 
 
 def batchnorm(out):
-    """A model with BatchNormalization on 2 ranks: every rank's final weights to rank 0."""
+    """A model with Normalization (adapted: constant) and BatchNormalization on 2 ranks, on
+    uneven shards (batch 63): every rank's final weights to rank 0."""
     tf.random.set_seed(7)
     x, y = housing_like()
     strategy = tf.distribute.MPIStrategy()
     with strategy.scope():
-        net = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(16),
+        normalize = tf.keras.layers.Normalization()
+        normalize.adapt(x * 3.7 + 1.3)
+        net = tf.keras.Sequential([tf.keras.Input((8,)), normalize, tf.keras.layers.Dense(16),
                                    tf.keras.layers.BatchNormalization(),
                                    tf.keras.layers.Activation("relu"), tf.keras.layers.Dense(1)])
         net.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss="mse")
-        net.fit(x, y, batch_size=64, epochs=2, verbose=0)
-    every = strategy._comm.gather_objects([w.tolist() for w in net.get_weights()])
+        adapted = [w.tolist() for w in normalize.get_weights()]
+        net.fit(x, y, batch_size=63, epochs=2, verbose=0)
+    every = strategy._comm.gather_objects([adapted] + [w.tolist() for w in net.get_weights()])
     if strategy.rank == 0:
         with open(out + ".json", "w") as f:
             json.dump(every, f)

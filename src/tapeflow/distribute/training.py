@@ -100,7 +100,8 @@ NotDifferentiable("MPIAllReduceSum")
 
 
 def _traced_sum(strategy, grads, share):
-    """The gradients summed over the ranks by graph ops: packed, all-reduced, cut back."""
+    """``sum over ranks of share * g`` for each of ``grads`` (None stays None), by graph ops:
+    packed into one buffer of their common dtype, all-reduced, cut back to their dtypes."""
     present = [g for g in grads if g is not None]
     if not present:
         return grads
@@ -152,12 +153,14 @@ class _ReplicaStep:
         if not metric_vars and not layer_state:
             return logs
         changes = [(v.value() - b) * cast(counts, v.dtype) for v, b in zip(metric_vars, before)]
-        changes += [v.value() * cast(share, v.dtype) for v in layer_state]
+        # in float64, where shares summing to 1 give back a constant (Normalization's
+        # statistics) exactly; in float32 uneven shards could move it an ulp per step
+        changes += [cast(v.value(), np.float64) * share for v in layer_state]
         summed = _traced_sum(self.strategy, changes, ones_like(share))
         for v, b, change in zip(metric_vars, before, summed):
             v.assign(b + change)
         for v, value in zip(layer_state, summed[len(metric_vars):]):
-            v.assign(value)
+            v.assign(cast(value, v.dtype))
         return _logs_of_metrics(model, logs)
 
     def __call__(self, batch):
@@ -222,7 +225,7 @@ def _sync_state(strategy, model, local_logs, before, rows, total):
     if not metric_vars and not layer_state:
         return local_logs
     deltas = [_host(v) - b if rows else np.zeros_like(b) for v, b in zip(metric_vars, before)]
-    shares = [_host(v) * (rows / total) for v in layer_state]
+    shares = [_host(v).astype(np.float64) * (rows / total) for v in layer_state]  # as traced
     summed = strategy._packed_sum(deltas + shares, before=1.0, after=1.0)
     for v, b, d in zip(metric_vars, before, summed):
         v.assign(b + d.numpy())
