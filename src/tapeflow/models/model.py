@@ -76,6 +76,7 @@ class Model(Layer):
         self.input_gradient = None
         self._compiled_metrics = []
         self._weighted_metrics = []
+        self._accuracies_to_choose = False  # an "accuracy" string waits for the first batch
         self._metric_log_names = []
         self._loss_tracker = None
         self._output_loss_trackers = []
@@ -121,6 +122,8 @@ class Model(Layer):
             self._compiled_metrics = _as_metrics(metrics)
             self._weighted_metrics = _as_metrics(weighted_metrics)
         self._metric_log_names = _log_names(self._compiled_metrics, self._weighted_metrics)
+        self._accuracies_to_choose = any(isinstance(m, str) for m in
+                                         self._compiled_metrics + self._weighted_metrics)
         self._loss_tracker = metrics_module.Mean(name="loss")
         self._output_loss_trackers = [metrics_module.Mean(name=f"{n}_loss") for n in
                                       self.loss.names] \
@@ -322,14 +325,15 @@ class Model(Layer):
         weights are drawn from the random state as eagerly (a trace gives back its draws).
         An "accuracy" metric's kind is chosen from that batch too, so that every metric's
         state exists before a step is traced (MPIStrategy sums it in the graph)."""
-        x, y, _ = _unpack(batch) if isinstance(batch, (tuple, list)) else (batch, None, None)
         if not self.built:
-            self(x, training=False)
-        if y is not None and any(isinstance(m, str) for m in
-                                 self._compiled_metrics + self._weighted_metrics):
-            y_pred = self(x, training=False)
-            self._compiled_metrics = _chosen_accuracies(self._compiled_metrics, y, y_pred)
-            self._weighted_metrics = _chosen_accuracies(self._weighted_metrics, y, y_pred)
+            self(batch[0] if isinstance(batch, (tuple, list)) else batch, training=False)
+        if self._accuracies_to_choose and isinstance(batch, (tuple, list)):
+            x, y, _ = _unpack(batch)
+            if y is not None:
+                y_pred = self(x, training=False)
+                self._compiled_metrics = _chosen_accuracies(self._compiled_metrics, y, y_pred)
+                self._weighted_metrics = _chosen_accuracies(self._weighted_metrics, y, y_pred)
+            self._accuracies_to_choose = False
 
     def _runs_eagerly(self, kind):
         if self.run_eagerly or context().functions_run_eagerly:
