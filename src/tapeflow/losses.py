@@ -166,13 +166,12 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
     depth = y_pred.shape[axis]
     # A traced step on a device does not read its labels back (that would stall every step):
     # as with TensorFlow's GPU kernel, an out-of-range label's loss is NaN there, not an error.
-    nan_if_out_of_range = context().trace is not None and backend.module_of(labels._value) is not np
-    if nan_if_out_of_range:
-        pass
-    elif context().trace is not None:  # in a traced step the labels are known when the graph runs
-        labels = apply(CHECK_CLASS_INDICES, (labels,), {"depth": int(depth)})
-    else:
+    traced = context().trace is not None
+    nan_if_out_of_range = traced and backend.module_of(labels._value) is not np
+    if not traced:
         _check_class_indices(labels, depth)
+    elif not nan_if_out_of_range:  # in a traced step the labels are known when the graph runs
+        labels = apply(CHECK_CLASS_INDICES, (labels,), {"depth": int(depth)})
     if labels._value.dtype.kind not in "iu":  # Keras casts float labels to integers
         labels = cast(labels, "int64")
     hot = one_hot(labels, depth, axis=-1 if axis == ndim - 1 else axis, dtype=y_pred._value.dtype)
