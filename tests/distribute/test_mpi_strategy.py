@@ -150,8 +150,10 @@ def test_a_rank_with_other_data_is_refused_naming_it(tmp_path):
 def test_a_killed_rank_ends_the_run_nonzero_naming_it(tmp_path):
     done, _ = _run(tmp_path, "kill-rank-1", 2)  # a hang would raise TimeoutExpired
     assert done.returncode != 0
-    # the watch's line (mpiexec's own report names a pid, at times a survivor's)
-    assert "tapeflow.distribute: rank 1 of 2 (pid " in done.stderr, done.stderr
+    # the watch's line (mpiexec's own report names a pid, at times a survivor's); on a loaded
+    # machine it may see both ranks end at once, and then says so instead of guessing
+    assert "tapeflow.distribute: rank 1 of 2 (pid " in done.stderr or \
+        "tapeflow.distribute: ranks 0 and 1 of 2 (pids " in done.stderr, done.stderr
     assert "rank 0 of 2" not in done.stderr, done.stderr
 
 

@@ -179,7 +179,9 @@ def test_a_killed_rank_is_named_and_one_process_resumes_its_run(tmp_path):
             mpi.kill()
             mpi.communicate()
     assert mpi.returncode != 0
-    assert f"rank 1 of 2 (pid {victim} on host " in stderr, stderr
+    # or, when the watch saw both ranks end at once (a loaded machine), both named together
+    assert f"rank 1 of 2 (pid {victim} on host " in stderr or \
+        f"ranks 0 and 1 of 2 (pids " in stderr and f", {victim} on host " in stderr, stderr
     assert "rank 0 of 2" not in stderr, stderr
     (newest, path), *_ = ckpt_io.epoch_checkpoints(str(run))
     assert 1 <= newest < epochs

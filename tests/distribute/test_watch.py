@@ -78,6 +78,16 @@ def test_a_killed_rank_is_named_and_the_others_ended_after_the_grace(host):
     assert children[0].wait(TIMEOUT_S) == -signal.SIGKILL  # left waiting: ended by the watch
 
 
+def test_ranks_seen_ending_at_once_are_named_together_not_each_as_the_lost_one():
+    pids = {0: 100, 1: 101, 2: 102}
+    assert watch.lost_report([1], 3, pids, "h") == watch.lost_message(1, 3, 101, "h")
+    together = watch.lost_report([0, 1, 2], 3, pids, "h")
+    assert together == ("tapeflow.distribute: ranks 0, 1 and 2 of 3 (pids 100, 101, 102 on "
+                        "host h) ended at once: one was lost, the others ended with it; "
+                        "stopping\n")
+    assert "rank " not in together  # no one rank is named as the lost one
+
+
 def test_ranks_that_finish_are_not_reported(host):
     children, finish = host(["finished", "finished"])
     assert finish() == (0, "")

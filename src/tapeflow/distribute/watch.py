@@ -13,7 +13,9 @@ written ``finished`` (at its interpreter's exit) was lost: the watcher prints wh
 was and, should the others still run after a grace period (``mpiexec -disable-auto-cleanup``
 leaves them waiting forever in their next collective), ends them, so a lost rank never leaves
 a hang.  A rank that aborts the run on purpose writes ``ending``: it names itself, and the
-watcher stays quiet.
+watcher stays quiet.  Should the watcher not run between the death and Hydra's cleanup (a
+loaded machine), it sees several ranks end at once and cannot tell which was lost: it says so,
+naming them all, rather than naming a survivor as the lost one.
 
 Standard library only, and run as a script (``python watch.py DIR SIZE HOST RANK:PID...``):
 no tapeflow import, so it starts in milliseconds.
@@ -68,6 +70,17 @@ def lost_message(rank, size, pid, host):
             f"stopping\n")
 
 
+def lost_report(ranks, size, pids, host):
+    """The line for the ranks seen ending at once without having finished: one is the lost
+    rank; with several, the others may be ranks mpiexec ended before the watcher looked."""
+    if len(ranks) == 1:
+        return lost_message(ranks[0], size, pids[ranks[0]], host)
+    listed = f"{', '.join(map(str, ranks[:-1]))} and {ranks[-1]}"
+    pid_list = ", ".join(str(pids[r]) for r in ranks)
+    return (f"tapeflow.distribute: ranks {listed} of {size} (pids {pid_list} on host {host}) "
+            f"ended at once: one was lost, the others ended with it; stopping\n")
+
+
 def watch(directory, size, host, pids, grace_s=GRACE_S):
     """Watch the ranks ``pids`` ({rank: pid}, all on this host); exit status 1 when one was
     lost (after printing it), else 0.  Removes ``directory`` when done."""
@@ -83,8 +96,7 @@ def watch(directory, size, host, pids, grace_s=GRACE_S):
                 return 0
             lost = [rank for rank in ended if FINISHED not in said[rank]]
             if lost:
-                for rank in lost:
-                    sys.stderr.write(lost_message(rank, size, pids[rank], host))
+                sys.stderr.write(lost_report(lost, size, pids, host))
                 sys.stderr.flush()
                 _end_survivors(live, said, {r: pids[r] for r in live}, grace_s)
                 return 1
