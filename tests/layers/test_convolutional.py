@@ -2,7 +2,6 @@
 against finite differences, config and checkpoint round trips, traced fit equal to eager fit,
 and a small CNN learning sklearn's digits."""
 import itertools
-import time
 
 import numpy as np
 import pytest
@@ -283,15 +282,13 @@ def _cnn(run_eagerly=False, seed=0):
     return model
 
 
-def test_a_small_cnn_learns_digits_in_seconds():
+def test_a_small_cnn_learns_digits_in_six_epochs():
+    """Its speed is benchmarks/bench_cnn.py's figure against PyTorch, not a test's."""
     x_train, x_test, y_train, y_test = _digits()
     model = _cnn()
-    start = time.perf_counter()
     model.fit(x_train, y_train, epochs=6, batch_size=32, verbose=0)
-    seconds = time.perf_counter() - start
     _, accuracy = model.evaluate(x_test, y_test, verbose=0)
     assert accuracy > 0.90, accuracy
-    assert seconds < 30, seconds  # about 2 s on an idle core
 
 
 def test_save_and_load_round_trip_bitwise(tmp_path):

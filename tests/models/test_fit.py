@@ -321,6 +321,7 @@ def test_train_step_may_log_non_scalars(capsys):
     model.compile("sgd", "mse")
     history = model.fit(x, y, epochs=2, verbose=1, callbacks=[Recorder()])
     assert isinstance(history.history["loss"][0], float)
+    assert np.shape(history.history["column_means"][0]) == (1,)  # a vector of one stays one
     np.testing.assert_allclose(np.asarray(history.history["column_means"][0]), y.mean(0),
                                rtol=1e-6)
     assert capsys.readouterr().out.count("column_means") == 2

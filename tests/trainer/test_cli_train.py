@@ -2,7 +2,6 @@
 import csv
 import json
 import re
-import time
 
 import numpy as np
 import pytest
@@ -13,27 +12,25 @@ from .helpers import CONFIGS, cli, small_config, write_config
 
 @pytest.fixture(scope="module")
 def housing_run(tmp_path_factory):
-    """The default config, unchanged, through the real command (about 10 s)."""
+    """The default config, unchanged, through the real command (about 10 s; its wall time is a
+    benchmark figure, benchmarks/bench_cli_train.py, not a test's)."""
     out = tmp_path_factory.mktemp("housing") / "run"
-    start = time.perf_counter()
     result = cli("train", CONFIGS / "housing.yaml", "--output", out, timeout=300)
-    elapsed = time.perf_counter() - start
     assert result.returncode == 0, result.stderr
-    return out, result, elapsed
+    return out, result
 
 
-def test_housing_beats_the_seed_baseline_within_a_minute(housing_run):
-    out, result, elapsed = housing_run
+def test_housing_beats_the_seed_baseline(housing_run):
+    out, result = housing_run
     match = re.search(r"^test: loss: ([0-9.]+) - mae: ([0-9.]+)$", result.stdout, re.M)
     assert match, result.stdout
     assert float(match.group(1)) <= 0.30      # the seed's Keras model: 0.338 on this split
-    assert elapsed < 60
     saved = json.loads((out / "test_metrics.json").read_text())
     assert saved["loss"] == pytest.approx(float(match.group(1)), abs=1e-4)
 
 
 def test_a_run_leaves_config_history_plot_and_checkpoints(housing_run):
-    out, result, _ = housing_run
+    out, result = housing_run
     resolved = yaml.safe_load((out / "config.yaml").read_text())
     assert resolved["training"]["seed"] == 42 and resolved["training"]["epochs"] == 60
     history = json.loads((out / "history.json").read_text())
@@ -52,7 +49,7 @@ def test_a_run_leaves_config_history_plot_and_checkpoints(housing_run):
 
 
 def test_evaluate_predict_inspect_on_the_run_directory(housing_run, tmp_path):
-    out, result, _ = housing_run
+    out, result = housing_run
     evaluated = cli("evaluate", out)
     assert evaluated.returncode == 0, evaluated.stderr
     printed = re.search(r"test: loss: ([0-9.]+)", result.stdout).group(1)

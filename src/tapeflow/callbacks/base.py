@@ -76,7 +76,12 @@ class BatchLogs(collections.abc.MutableMapping):
 
 
 def python_float(value):
-    """A log value as a Python float (a scalar tensor's value), anything else as it is."""
+    """A log value as a Python float (a scalar tensor's value), anything else as it is.
+
+    A one-element vector stays a vector, whatever numpy's ``float()`` of it does (numpy 2.0 to
+    2.3 convert it with a DeprecationWarning, newer ones refuse)."""
+    if len(getattr(value, "shape", ())):
+        return value
     try:
         return float(value)
     except (TypeError, ValueError):
