@@ -109,6 +109,12 @@ def housing():
     ([{"Dense": {"units": 4}}], "model: its output has shape (1, 4) per batch of 1, but the "
                                 "data have 1 target column(s) (MedHouseVal)"),
     ([], "model: its output has shape (1, 8)"),
+    # issue 21: refused before a byte is allocated (29.8 GiB), and before a traceback at fit
+    ([{"Dense": {"units": 10 ** 9}}], "dense.kernel: a weight of shape (8, 1000000000) needs "
+                                      "29.8 GiB, past the 4.0 GiB left of the cap"),
+    ([{"Dense": {"units": 4, "dtype": "complex64"}}],
+     "model.layers.0.Dense.dtype: a layer computes in float16, float32, float64; got "
+     "'complex64'"),
 ])
 def test_layer_mistakes_name_the_layer_and_argument(housing, layers, expected):
     config = parse_config(small_config(model={"layers": layers}))

@@ -24,6 +24,7 @@ from ..ops.shape import cast
 from .. import backend, initializers, regularizers
 from ..serialization import snake_case
 from .symbolic import call_on_symbols, holds_keras_tensor
+from .weight_budget import charge
 
 __all__ = ["Layer", "name_scope", "clear_session"]
 
@@ -110,8 +111,10 @@ class Layer:
         """Create, track and return a Variable named after the layers being built."""
         init = initializers.get(initializer)
         dtype = numpy_dtype(dtype) or np.dtype(self.dtype)
+        shape = tuple(int(d) for d in shape)
+        charge(f"{self.name}.{name}", shape, dtype)
         with init_scope():  # on a first call inside tf.function too: weights are data, not ops
-            value = init(tuple(int(d) for d in shape), dtype=dtype)
+            value = init(shape, dtype=dtype)
         scopes = context().name_scopes
         path = "/".join(scopes + [name]) if scopes and scopes[-1] == self.name else \
             "/".join(scopes + [self.name, name])

@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import layers as layers_module
 from .. import losses, optimizers
+from ..layers.weight_budget import weight_budget
 from ..models import Sequential
 from ..optimizers import schedules
 from .errors import ConfigError
@@ -42,6 +43,7 @@ LAYERS = {cls.__name__: cls for cls in (
     layers_module.GlobalAveragePooling1D, layers_module.GlobalAveragePooling2D,
     layers_module.GlobalMaxPooling1D, layers_module.GlobalMaxPooling2D)}
 _LAYER_BASE_ARGUMENTS = ("name", "trainable", "dtype")
+FLOAT_DTYPES = ("float16", "float32", "float64")
 SCHEDULES = {name: getattr(schedules, name) for name in
              ("ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay")}
 
@@ -57,8 +59,9 @@ def build_model(config, dataset, where, base_dir=".", allow_builder=False):
         norm.adapt(dataset.x_train)
         head.append(norm)
     try:
-        model = Sequential(head + body, name="model")
-        outputs = model(dataset.x_train[:1], training=False).shape
+        with weight_budget():
+            model = Sequential(head + body, name="model")
+            outputs = model(dataset.x_train[:1], training=False).shape
     except ValueError as e:  # a layer's own message: a Reshape that does not fit the features
         raise ConfigError(f"{where}: model: on the data's {n_features} feature columns: "
                           f"{e}") from None
@@ -145,6 +148,10 @@ def _layer(name, arguments, where, key):
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise ConfigError(f"{where}: {key}.{arg}: unknown argument of {name}{hint} "
                               f"Its arguments: {', '.join(accepted)}.")
+    dtype = arguments.get("dtype")
+    if dtype is not None and dtype not in FLOAT_DTYPES:
+        raise ConfigError(f"{where}: {key}.dtype: a layer computes in {', '.join(FLOAT_DTYPES)}"
+                          f"; got {dtype!r}")
     try:
         return cls(**arguments)
     except (TypeError, ValueError) as e:

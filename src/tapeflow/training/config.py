@@ -12,21 +12,22 @@ and the seed chosen: it is written beside the run and into every checkpoint,
 so a run is reproducible from it alone.
 """
 import difflib
+import math
 import os
-import re
 import secrets
 from typing import Annotated, Literal, Optional, Union
 
-import yaml
 from pydantic import Field, ValidationError
 
 from .data import DataConfig
 from .errors import ConfigError
+from .safe_yaml import MAX_DEPTH, dump_yaml, load_yaml, read_yaml
 from .section import Section
 
 __all__ = ["RunConfig", "load_config", "parse_config", "parse_override", "dump_yaml"]
 
 PositiveInt = Annotated[int, Field(ge=1)]
+Seed = Annotated[int, Field(ge=0, lt=2 ** 32)]  # numpy's seeds
 Scalar = Union[bool, int, float, str, None]
 Argument = Union[Scalar, list[Scalar], dict[str, Scalar]]
 
@@ -56,6 +57,14 @@ class ScheduleConfig(Section):
                                   "PiecewiseConstantDecay")
     options: dict[str, Argument] = Field(default_factory=dict)
 
+    def model_post_init(self, _):
+        learning_rates = {key: value for key, value in self.options.items()
+                          if "learning_rate" in key}
+        if isinstance(self.options.get("values"), list):  # PiecewiseConstantDecay's rates
+            learning_rates.update((f"values.{i}", value)
+                                  for i, value in enumerate(self.options["values"]))
+        _check_ranges(learning_rates, dict.fromkeys(learning_rates, "(0, inf)"), "options")
+
 
 class OptimizerConfig(Section):
     name: str = "adam"
@@ -68,6 +77,7 @@ class OptimizerConfig(Section):
         if self.schedule is not None and self.learning_rate is not None:
             raise ValueError("give 'learning_rate' or a 'schedule' (its options hold the "
                              "initial learning rate), not both")
+        _check_ranges(self.options, OPTIMIZER_RANGES, "options")
 
 
 class RegularizationConfig(Section):
@@ -91,7 +101,7 @@ class TrainingConfig(Section):
     epochs: PositiveInt = 30
     batch_size: Union[PositiveInt, Literal["full"]] = 32
     shuffle: bool = True
-    seed: Optional[int] = Field(None, description="drives every random draw (initial weights, "
+    seed: Optional[Seed] = Field(None, description="drives every random draw (initial weights, "
                                                   "shuffling, dropout); null: chosen and recorded")
     early_stopping: Optional[EarlyStoppingConfig] = None
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
@@ -127,6 +137,8 @@ class RunConfig(Section):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
 
     def model_post_init(self, _):
+        if isinstance(self.loss, dict):
+            _check_ranges(self.loss, LOSS_RANGES, "loss")
         logged = ["loss"] + list(self.metrics)
         if self.data.split.valid_size > 0:
             logged += [f"val_{name}" for name in logged]
@@ -158,39 +170,30 @@ class RunConfig(Section):
         return doc
 
 
-# --- YAML ----------------------------------------------------------------------------------------
-class _Loader(yaml.SafeLoader):
-    """YAML's safe loader, reading ``1e-3`` as a float as YAML 1.2 does (1.1 reads a string)."""
+# --- ranges of numeric options --------------------------------------------------------------------
+# The arguments users set most, by name, with the range every class that takes them accepts;
+# checked where the config names them (an Adam with epsilon -1 or beta_1 2 would train on nonsense).
+OPTIMIZER_RANGES = {"beta_1": "[0, 1)", "beta_2": "[0, 1)", "rho": "[0, 1)",
+                    "epsilon": "(0, inf)", "momentum": "[0, inf)", "weight_decay": "[0, inf)",
+                    "clipnorm": "(0, inf)", "clipvalue": "(0, inf)", "global_clipnorm": "(0, inf)",
+                    "initial_accumulator_value": "[0, inf)", "damping": "(0, inf)"}
+LOSS_RANGES = {"delta": "(0, inf)", "label_smoothing": "[0, 1]"}
 
 
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-                  |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-                  |\.[0-9_]+(?:[eE][-+][0-9]+)?
-                  |[-+]?\.(?:inf|Inf|INF)
-                  |\.(?:nan|NaN|NAN))$""", re.X),
-    list("-+0123456789."))
+def _in_range(value, interval):
+    low, high = (float(bound) for bound in interval[1:-1].split(","))
+    above = value >= low if interval[0] == "[" else value > low
+    below = value <= high if interval[-1] == "]" else value < high
+    return above and below
 
 
-def _yaml_load(text, where):
-    try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.constructor.ConstructorError as e:
-        mark = e.problem_mark
-        line = f"line {mark.line + 1}: " if mark is not None else ""
-        raise ConfigError(f"{where}: {line}{e.problem} (configs are plain YAML: tags that "
-                          f"build Python objects are refused, and nothing in a config is run)"
-                          ) from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise ConfigError(f"{where}: {line}YAML syntax error: {problem}") from None
-
-
-def dump_yaml(doc):
-    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
+def _check_ranges(options, ranges, key):
+    for name, value in options.items():
+        interval = ranges.get(name)
+        if interval is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue  # not a number: the class's own check names the type
+        if not (math.isfinite(value) and _in_range(value, interval)):
+            raise ValueError(f"{key}.{name}: {value} is not in {interval}")
 
 
 # --- overrides -----------------------------------------------------------------------------------
@@ -201,7 +204,9 @@ def parse_override(text):
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
         raise ConfigError(f"--set {text}: expected key.path=value, e.g. --set training.epochs=5")
-    return key.split("."), _yaml_load(value, f"--set {text}")
+    if key.count(".") >= MAX_DEPTH:
+        raise ConfigError(f"--set {key[:40]}...: a key path of more than {MAX_DEPTH} parts")
+    return key.split("."), load_yaml(value, f"--set {text}")
 
 
 def _apply_override(doc, path, value, text):
@@ -235,14 +240,7 @@ def load_config(path, overrides=()):
     """The validated ``RunConfig`` of the YAML file at ``path`` with ``--set`` ``overrides``."""
     path = os.fspath(path)
     name = os.path.basename(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read the config file ({e})") from None
-    doc = _yaml_load(text, name)
+    doc = read_yaml(path, name)
     if doc is None:
         raise ConfigError(f"{name} is empty: a config needs at least 'data' and 'model' "
                           f"sections (see configs/housing.yaml)")
@@ -254,7 +252,7 @@ def parse_config(doc, where="config", overrides=()):
     if not isinstance(doc, dict):
         raise ConfigError(f"{where}: a config is a mapping of sections (data, model, "
                           f"training, ...), not a {type(doc).__name__}")
-    doc = _deep_copy(doc)
+    doc = _deep_copy(doc, where)
     origin = {}
     for text in overrides:
         path, value = parse_override(text)
@@ -266,11 +264,15 @@ def parse_config(doc, where="config", overrides=()):
         raise ConfigError(_describe(e, where, origin, doc)) from None
 
 
-def _deep_copy(value):
+def _deep_copy(value, where, depth=0):
+    """A copy of a config given as Python values, refused past ``MAX_DEPTH`` levels (a dict
+    that holds itself would recurse forever)."""
+    if depth > MAX_DEPTH and isinstance(value, (dict, list)):
+        raise ConfigError(f"{where}: nested more than {MAX_DEPTH} levels deep (or holds itself)")
     if isinstance(value, dict):
-        return {k: _deep_copy(v) for k, v in value.items()}
+        return {k: _deep_copy(v, where, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_deep_copy(v) for v in value]
+        return [_deep_copy(v, where, depth + 1) for v in value]
     return value
 
 

@@ -47,7 +47,7 @@ class SplitConfig(Section):
     """How the rows are split: a test part, then a validation part of what is left."""
     test_size: float = Field(0.25, gt=0, lt=1)
     valid_size: float = Field(0.25, ge=0, lt=1)
-    seed: int = 42
+    seed: int = Field(42, ge=0, lt=2 ** 32)  # numpy's seeds
 
 
 class DataSource(Section):
