@@ -506,3 +506,34 @@ def test_evaluate_after_the_data_file_lost_a_feature_column(tmp_path):
     write_csv(tmp_path / "d.csv", ["a", "y"], [[r[0], r[2]] for r in rows])
     result = tapeflow("evaluate", "run", cwd=tmp_path)
     assert_refused(result, "the model was trained on ['a', 'b']", "now have the features ['a']")
+
+
+# --- values past the model's dtype, and feature names that do not fit (issue 21, group 7) --------
+def test_a_predict_cell_past_float32s_range_is_refused(run_copy):
+    base = run_copy.parent
+    rows = np.loadtxt(base / "x.csv", delimiter=",", skiprows=1)[:3]
+    rows[1, 2] = 1e39  # finite in float64, inf in the model's float32: NaN predictions, exit 0
+    write_csv(base / "big.csv", FEATURES, rows.tolist())
+    result = tapeflow("predict", "run", "--input", "big.csv", "--output", "y.csv", cwd=base)
+    assert_refused(result, "big.csv: 1 values in column 'AveRooms' (first at row 3) are past "
+                           "float32's range")
+    assert not (base / "y.csv").exists()
+
+
+def test_a_training_cell_past_float32s_range_is_refused(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = np.hstack([rng.normal(size=(40, 3)), rng.normal(size=(40, 1))])
+    rows[7, 3] = -2e38 * 10
+    write_csv(tmp_path / "d.csv", ["a", "b", "c", "y"], rows.tolist())
+    train_refused(tmp_path, csv_config(tmp_path / "d.csv"),
+                  fragments=["d.csv: 1 values in column 'y' (first at row 9) are past "
+                             "float32's range"])
+
+
+def test_a_checkpoint_naming_fewer_features_than_its_model_takes(run_copy):
+    def one_feature(document):
+        document["training"]["feature_names"] = ["MedInc"]
+    rewrite(run_copy / "model.h5", run_copy / "crafted.h5", one_feature)
+    result = tapeflow("predict", "run/crafted.h5", "--input", "x.csv", "--output", "y.csv",
+                      cwd=run_copy.parent)
+    assert_refused(result, "crafted.h5: names 1 feature columns, but its model takes 8")

@@ -173,7 +173,7 @@ def _read_csv(config, path, name):
     features = config.features or [c for c in header if c not in config.targets]
     if not features:
         raise DataError(f"{name}: no feature columns are left once the targets are taken out")
-    table = csv_columns(name, header, rows, row_numbers, features + config.targets)
+    table = csv_columns(name, header, rows, row_numbers, features + config.targets, config.dtype)
     return table[:, :len(features)], table[:, len(features):], features, config.targets
 
 
@@ -214,15 +214,15 @@ def _require_columns(name, header, columns, key):
                             f"header ({', '.join(header)}){hint}")
 
 
-def csv_columns(name, header, rows, row_numbers, columns):
+def csv_columns(name, header, rows, row_numbers, columns, dtype):
     """The named columns of ``read_csv_rows``'s rows as one float64 array, every cell a
-    finite number (else a DataError naming its row and column)."""
+    finite number in ``dtype``'s range (else a DataError naming its row and column)."""
     table = np.empty((len(rows), len(columns)))
     for j, column in enumerate(columns):
         k = header.index(column)
         for i, row in enumerate(rows):
             table[i, j] = _number(row[k], name, row_numbers[i], column)
-    _check_finite(name, table, columns, np.array(row_numbers))
+    _check_finite(name, table, columns, np.array(row_numbers), dtype)
     return table
 
 
@@ -268,13 +268,22 @@ def _read_npz(config, path, name):
         raise DataError(f"{name}: feature_names gives {len(features)} names for the "
                         f"{x.shape[1]} columns of {config.x!r}")
     targets = [config.y] if y.shape[1] == 1 else [f"{config.y}{j}" for j in range(y.shape[1])]
-    _check_finite(name, np.hstack([x, y]).astype(np.float64), features + targets, np.arange(len(x)))
+    _check_finite(name, np.hstack([x, y]).astype(np.float64), features + targets, np.arange(len(x)),
+                  config.dtype)
     return x, y, features, targets
 
 
-def _check_finite(name, table, columns, row_numbers):
+def _check_finite(name, table, columns, row_numbers, dtype="float64"):
+    """Every value finite, and still finite once cast to ``dtype`` (1e39 is float32's inf)."""
     bad = ~np.isfinite(table)
     if not bad.any():
+        limit = np.finfo(dtype).max
+        past = np.abs(table) > limit
+        if past.any():
+            j = int(past.any(axis=0).argmax())
+            raise DataError(f"{name}: {past[:, j].sum()} values in column {columns[j]!r} (first "
+                            f"at row {row_numbers[past[:, j].argmax()]}) are past {dtype}'s "
+                            f"range (magnitude above {limit:.4g})")
         return
     j = int(bad.any(axis=0).argmax())
     column = table[:, j]

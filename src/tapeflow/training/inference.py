@@ -69,7 +69,7 @@ def read_features(path, feature_names):
     if missing:
         raise DataError(f"{name}: the model takes {len(feature_names)} features "
                         f"({', '.join(feature_names)}); the header lacks {', '.join(missing)}")
-    return csv_columns(name, header, rows, row_numbers, list(feature_names))
+    return csv_columns(name, header, rows, row_numbers, list(feature_names), "float32")
 
 
 def predict_csv(ckpt, input_path, output_path):
@@ -82,6 +82,10 @@ def predict_csv(ckpt, input_path, output_path):
     check_output(output_path, {"the --input file": input_path, "the checkpoint": ckpt.path})
     x = read_features(input_path, names)
     model = load_checkpoint_model(ckpt)
+    width = model.input_shape[-1]
+    if len(names) != width:  # a damaged or crafted checkpoint: numpy would broadcast a column
+        raise CheckpointError(f"{ckpt.path}: names {len(names)} feature columns, but its model "
+                              f"takes {width}")
     y = np.asarray(model.predict(x.astype(np.float32), batch_size=1024))
     y = y.reshape(len(x), -1)
     header = targets if len(targets) == y.shape[1] else [f"output_{i}" for i in range(y.shape[1])]
