@@ -50,7 +50,7 @@ def _cmd_predict(args):
     from .training.inference import predict_csv
 
     ckpt = resolve_checkpoint(args.checkpoint)
-    y = predict_csv(ckpt, args.input, args.output)
+    y = predict_csv(ckpt, args.input, args.output, overwrite=args.overwrite)
     print(f"wrote {len(y)} predictions to {args.output}")
     return 0
 
@@ -127,6 +127,8 @@ def _parser():
     predict.add_argument("checkpoint", metavar="CKPT", help=CHECKPOINT_HELP)
     predict.add_argument("--input", required=True, metavar="FILE.csv")
     predict.add_argument("--output", required=True, metavar="PREDS.csv")
+    predict.add_argument("--overwrite", action="store_true",
+                         help="replace PREDS.csv if it exists (never a file of a run directory)")
     predict.set_defaults(run=_cmd_predict)
 
     inspect = sub.add_parser("inspect", help="describe a checkpoint",

@@ -306,7 +306,7 @@ def test_predict_with_a_feature_column_missing(trained, tmp_path):
     (tmp_path / "y.csv").write_text("yesterday's predictions\n")
     before = tree_digest(trained.run)
     result = tapeflow("predict", trained.run, "--input", "x.csv", "--output", "y.csv",
-                      cwd=tmp_path)
+                      "--overwrite", cwd=tmp_path)  # even when told to, a failed run replaces nothing
     assert_refused(result, "x.csv", "8 features", "lacks Longitude")
     assert (tmp_path / "y.csv").read_text() == "yesterday's predictions\n"
     assert tree_digest(trained.run) == before
@@ -537,3 +537,43 @@ def test_a_checkpoint_naming_fewer_features_than_its_model_takes(run_copy):
     result = tapeflow("predict", "run/crafted.h5", "--input", "x.csv", "--output", "y.csv",
                       cwd=run_copy.parent)
     assert_refused(result, "crafted.h5: names 1 feature columns, but its model takes 8")
+
+
+# --- writes that cannot be redirected or lose a file (issue 21, group 6) ------------------------
+@pytest.mark.parametrize("target", ["run/best_copy.csv", "run/checkpoints/y.csv",
+                                    "run/config.yaml"])
+def test_predict_refuses_any_path_inside_a_run_directory(run_copy, target):
+    base = run_copy.parent
+    before = tree_digest(base)
+    result = tapeflow("predict", "run", "--input", "x.csv", "--output", target, cwd=base)
+    assert_refused(result, f"--output {target} lies in the run directory")
+    assert tree_digest(base) == before
+
+
+def test_predict_replaces_an_existing_file_only_when_told(run_copy, trained):
+    base = run_copy.parent
+    (base / "y.csv").write_text("yesterday's predictions\n")
+    result = tapeflow("predict", "run", "--input", "x.csv", "--output", "y.csv", cwd=base)
+    assert_refused(result, "--output y.csv exists; pass --overwrite to replace it")
+    assert (base / "y.csv").read_text() == "yesterday's predictions\n"
+    result = tapeflow("predict", "run", "--input", "x.csv", "--output", "y.csv", "--overwrite",
+                      cwd=base)
+    np.testing.assert_array_equal(predictions(result, base / "y.csv"), trained.predictions)
+
+
+def test_the_trainers_temporary_names_do_not_follow_planted_links(tmp_path):
+    """Links planted in a run directory where the trainer used to write ``config.yaml.tmp`` (and
+    the history's and metrics' temporaries) pointed its writes at a file of the user's when the
+    run resumed; the temporaries are now new files made by mkstemp, the links are left alone."""
+    write_config(tmp_path / "small.yaml", small_config(training={"epochs": 1}))
+    assert tapeflow("train", "small.yaml", "--output", "run", cwd=tmp_path).returncode == 0
+    victim = tmp_path / "precious.txt"
+    victim.write_text("the user's\n")
+    for name in ("config.yaml.tmp", "history.csv.tmp", "history.json.tmp",
+                 "test_metrics.json.tmp"):
+        (tmp_path / "run" / name).symlink_to(victim)
+    result = tapeflow("train", "small.yaml", "--output", "run", "--resume",
+                      "--set", "training.epochs=2", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert victim.read_text() == "the user's\n"
+    assert len(json.loads((tmp_path / "run" / "history.json").read_text())["loss"]) == 2

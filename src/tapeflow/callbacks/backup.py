@@ -28,6 +28,7 @@ import os
 
 from ..core.context import context
 from ..saving import format as fmt
+from ..saving.atomic import write_atomically
 from .base import Callback
 
 __all__ = ["BackupAndRestore"]
@@ -131,7 +132,7 @@ class BackupAndRestore(Callback):
                  "weights": name, "random": _encode_random(context().random.snapshot())}
         text = json.dumps(state, allow_nan=False).encode("utf-8")
         # the commit point: until this rename, state.json names the previous (whole) weights
-        fmt._atomic(self.backup_dir, self._state_path, lambda tmp: fmt._write_bytes(tmp, text))
+        write_atomically(self._state_path, lambda tmp: fmt._write_bytes(tmp, text))
         _remove_stray_files(self.backup_dir, keep=name)
 
     def on_train_end(self, logs=None):

@@ -44,7 +44,6 @@ import json
 import math
 import os
 import re
-import tempfile
 import uuid
 import weakref
 
@@ -53,6 +52,7 @@ import numpy as np
 from .. import backend
 from ..core.registry import lookup_primitive
 from ..tracing.ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph
+from .atomic import write_atomically
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "LIMITS", "LoadError", "SaveError", "ArrayWriter",
            "encode_graph", "decode_graph", "write", "read", "check_name", "DTYPES"]
@@ -271,12 +271,12 @@ def write(path, document, arrays):
     if _single_file(path):
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
-        _atomic(directory, path, lambda tmp: write_h5(tmp, True))
+        write_atomically(path, lambda tmp: write_h5(tmp, True))
         return
     os.makedirs(path, exist_ok=True)
     # the arrays first: a reader that finds a new graph.json finds its arrays
-    _atomic(path, os.path.join(path, ARRAYS_NAME), lambda tmp: write_h5(tmp, False))
-    _atomic(path, os.path.join(path, JSON_NAME), lambda tmp: _write_bytes(tmp, text))
+    write_atomically(os.path.join(path, ARRAYS_NAME), lambda tmp: write_h5(tmp, False))
+    write_atomically(os.path.join(path, JSON_NAME), lambda tmp: _write_bytes(tmp, text))
 
 
 def _create(group, name, arr):
@@ -291,31 +291,6 @@ def _create(group, name, arr):
 def _write_bytes(path, data):
     with open(path, "wb") as f:
         f.write(data)
-
-
-def _atomic(directory, final, write_fn):
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp's file is private; a save is an ordinary file
-    try:
-        write_fn(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, final)
-        try:
-            dfd = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        except OSError:
-            pass
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def read(path):

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..core.context import context
 from ..saving import format as fmt
+from ..saving.atomic import clean_temporaries
 from ..saving.keras_saving import assign_saved_weights, model_document
 from ..saving.saved_model import read_contents
 from .errors import CheckpointError
@@ -37,6 +38,20 @@ CHECKPOINT_DIR = "checkpoints"
 FINAL_NAME = "model.h5"     # the trained model, written when a run ends
 BEST_NAME = "best.h5"
 _EPOCH_FILE = re.compile(r"^epoch-(\d{4,})\.h5$")
+
+
+def run_directory_holding(path):
+    """The run directory that ``path`` lies in (it or an ancestor holds a checkpoints folder or a
+    final model), or None."""
+    directory = os.path.dirname(os.path.abspath(path))
+    while True:
+        if os.path.isdir(os.path.join(directory, CHECKPOINT_DIR)) or \
+                os.path.isfile(os.path.join(directory, FINAL_NAME)):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
 
 
 def epoch_path(run_dir, epoch):
@@ -228,15 +243,6 @@ def resolve_checkpoint(path):
         raise CheckpointError(f"{path}: no checkpoint in this directory (a run directory holds "
                               f"{FINAL_NAME} or {CHECKPOINT_DIR}/epoch-NNNN.h5)")
     return ckpt
-
-
-def clean_temporaries(directory):
-    """Remove the temporary files a crash mid-write left in ``directory``."""
-    for path in glob.glob(os.path.join(glob.escape(directory), ".tmp-*.part")):
-        try:
-            os.remove(path)
-        except OSError:
-            pass
 
 
 def prune(run_dir, keep_last):

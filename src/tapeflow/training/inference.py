@@ -7,13 +7,16 @@ custom gradients without the code that defined them.  Nothing from the file
 is imported or run.
 """
 import csv
+import io
 import os
 import warnings
 
 import numpy as np
 
+from ..saving.atomic import write_text_atomically
 from ..saving.keras_saving import load_model
 from .build import loss_from_config, metrics_from_config
+from .checkpoint import run_directory_holding
 from .config import RunConfig, dump_yaml
 from .data import csv_columns, load_data, read_csv_rows
 from .errors import CheckpointError, DataError, UserError
@@ -72,14 +75,16 @@ def read_features(path, feature_names):
     return csv_columns(name, header, rows, row_numbers, list(feature_names), "float32")
 
 
-def predict_csv(ckpt, input_path, output_path):
-    """Predict for every row of ``input_path``; write a CSV of the targets, in raw units."""
+def predict_csv(ckpt, input_path, output_path, overwrite=False):
+    """Predict for every row of ``input_path``; write a CSV of the targets, in raw units (an
+    existing ``output_path`` is replaced only when ``overwrite``)."""
     names = ckpt.training.get("feature_names")
     targets = ckpt.training.get("target_names")
     if not isinstance(names, list) or not isinstance(targets, list):
         raise CheckpointError(f"{ckpt.path}: the checkpoint does not name its feature columns")
     output_path = os.fspath(output_path)
-    check_output(output_path, {"the --input file": input_path, "the checkpoint": ckpt.path})
+    check_output(output_path, {"the --input file": input_path, "the checkpoint": ckpt.path},
+                 overwrite)
     x = read_features(input_path, names)
     model = load_checkpoint_model(ckpt)
     width = model.input_shape[-1]
@@ -93,9 +98,10 @@ def predict_csv(ckpt, input_path, output_path):
     return y
 
 
-def check_output(path, keep):
-    """Refuse an output path that is a directory, lies in no directory, or is one of the files
-    in ``keep`` ({what: path}): nothing the user gave is overwritten by mistake."""
+def check_output(path, keep, overwrite=False):
+    """Refuse an output path that is a directory, lies in no directory, is one of the files in
+    ``keep`` ({what: path}), lies in a run directory, or exists (unless ``overwrite``): nothing
+    the user has is overwritten by mistake."""
     if os.path.isdir(path):
         raise UserError(f"--output {path} is a directory; give a file name, e.g. "
                         f"{os.path.join(path, 'predictions.csv')}")
@@ -110,21 +116,23 @@ def check_output(path, keep):
         if same:
             raise UserError(f"--output {path} is {what}; write the predictions to another file "
                             f"(nothing was overwritten)")
+    run_dir = run_directory_holding(path)
+    if run_dir is not None:
+        raise UserError(f"--output {path} lies in the run directory {run_dir}, whose files the "
+                        f"trainer owns; write the predictions elsewhere")
+    if os.path.lexists(path) and not overwrite:
+        raise UserError(f"--output {path} exists; pass --overwrite to replace it")
 
 
 def write_csv(path, header, rows):
     """Write a CSV file atomically: a new temporary file beside it, then a rename."""
-    directory, name = os.path.split(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    table = io.StringIO(newline="")
+    writer = csv.writer(table)
+    writer.writerow(header)
+    writer.writerows(rows)
     try:
-        with open(tmp, "x", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(header)
-            writer.writerows(rows)
-        os.replace(tmp, path)
+        write_text_atomically(path, table.getvalue(), newline="")
     except OSError as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         raise UserError(f"--output {path}: cannot write it ({e})") from None
 
 

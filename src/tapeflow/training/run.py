@@ -21,6 +21,7 @@ it are kept.
 """
 import csv
 import dataclasses
+import io
 import json
 import math
 import os
@@ -34,6 +35,7 @@ from ..core.context import context, reset
 from ..device import device as tf_device
 from ..distribute import launch
 from ..ops import random as random_ops
+from ..saving.atomic import write_atomically, write_text_atomically
 from . import checkpoint as ckpt_io
 from .build import build_model
 from .config import RunConfig, dump_yaml, load_config, parse_config
@@ -260,12 +262,7 @@ def _differences(saved, current, seed_given, prefix="", free=_RESUMABLE_CHANGES)
 
 
 def _write_text(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_text_atomically(path, text)
 
 
 class _Trainer:
@@ -484,12 +481,11 @@ def write_history(run_dir, history):
     n = max((len(v) for v in history.values()), default=0)
     rows = [[i + 1] + [history[k][i] if i < len(history[k]) else "" for k in keys]
             for i in range(n)]
-    tmp = os.path.join(run_dir, "history.csv.tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(["epoch"] + keys)
-        writer.writerows(rows)
-    os.replace(tmp, os.path.join(run_dir, "history.csv"))
+    table = io.StringIO(newline="")
+    writer = csv.writer(table)
+    writer.writerow(["epoch"] + keys)
+    writer.writerows(rows)
+    write_text_atomically(os.path.join(run_dir, "history.csv"), table.getvalue(), newline="")
     _write_text(os.path.join(run_dir, "history.json"), json.dumps(history, indent=1) + "\n")
 
 
@@ -509,6 +505,7 @@ def plot_history(path, history):
         ax.set_title(name)
         ax.legend()
     fig.tight_layout()
-    fig.savefig(path + ".tmp.png", dpi=100)
-    plt.close(fig)
-    os.replace(path + ".tmp.png", path)
+    try:
+        write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
+    finally:
+        plt.close(fig)
