@@ -136,6 +136,25 @@ def test_cond_gradient_reaches_variables_read_in_a_branch():
         assert tape.gradient(y, w).numpy() == want
 
 
+def test_cond_second_derivative_wrt_a_constant_made_in_the_function():
+    """Ported from tensorflow/python/ops/cond_v2_test.py::CondV2Test::testSecondDerivative: x is
+    a tf.constant made inside the function (both branches capture it, neither embeds it) and
+    the predicate is traced.  d[x^3]/dx = 3x^2 = 27, d2 = 6x = 18; d[x]/dx = 1, d2 = 0."""
+    @tf.function
+    def grads(pred):
+        x = tf.constant(3.0)
+        with tf.GradientTape() as outer:
+            outer.watch(x)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                out = tf.cond(pred, lambda: tf.pow(x, 3), lambda: x)
+            grad = inner.gradient(out, x)
+        return grad, outer.gradient(grad, x, unconnected_gradients="zero")
+
+    assert [g.numpy() for g in grads(tf.constant(True))] == [27.0, 18.0]
+    assert [g.numpy() for g in grads(tf.constant(False))] == [1.0, 0.0]
+
+
 def test_cond_in_a_traced_function_under_a_jacobian():
     f = tf.function(lambda x, p: tf.cond(p, lambda: tf.sin(x) * x[0], lambda: x * x))
     for p in (True, False):
@@ -222,6 +241,25 @@ def test_while_loop_carries_assigned_variables():
 
     assert total(tf.constant(5)).numpy() == 10.0 and c.numpy() == 10.0
     assert total(tf.constant(3)).numpy() == 13.0 and c.numpy() == 13.0
+
+
+def test_while_loop_gradients_reach_a_constant_the_body_captures():
+    """Ported from tensorflow/python/kernel_tests/control_flow/while_v2_test.py::WhileV2Test::
+    testCaptureExternalTensorInBody, in a tf.function: ret = x y^2 = 18 and d ret/dx = 9, as
+    upstream asserts; then through the constant y the body captures (upstream stops at x):
+    d ret/dy = 2xy = 12, d2 ret/dy2 = 2x = 4."""
+    @tf.function
+    def loop():
+        x, y = tf.constant(2.0), tf.constant(3.0)
+        with tf.GradientTape() as outer:
+            outer.watch(y)
+            with tf.GradientTape() as inner:
+                inner.watch([x, y])
+                ret = tf.while_loop(lambda v: v < 8.0, lambda v: v * y, [x])[0]
+            dx, dy = inner.gradient(ret, [x, y])
+        return ret, dx, dy, outer.gradient(dy, y)
+
+    assert [t.numpy() for t in loop()] == [18.0, 9.0, 12.0, 4.0]
 
 
 def test_while_loop_errors():

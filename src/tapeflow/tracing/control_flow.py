@@ -10,7 +10,9 @@ a primitive (``If``, ``While``, ``MapFn``) whose attributes hold those graphs
 and whose kernel runs them compiled (``compiler.compile_graph``) on arrays.
 The operands are the predicate / loop variables / mapped tensors, then every
 value of the enclosing graphs the nested graphs use (their captures, the
-same list for both branches or for cond and body).
+same list for both branches or for cond and body): traced values and tensors
+made before the nested graph began alike (a ``tf.constant`` of the enclosing
+function too), so gradients reach whatever a tape watches.
 
 * Variables read inside are captured (their value when the equation runs), so
   gradients reach them; ``assign`` inside is lifted out: the new value becomes
@@ -49,7 +51,7 @@ from ..core.backprop import unbroadcast
 from ..core.context import PER_THREAD, context
 from ..core.dispatch import apply
 from ..core.registry import NOT_DIFFERENTIABLE, def_primitive, register_gradient
-from ..core.tensor import Tensor, Variable, convert_to_tensor
+from ..core.tensor import Tensor, Variable, convert_to_tensor, made_before, next_tensor_id
 from ..ops.arithmetic import add, greater, less, logical_and, subtract
 from ..ops.creation import zeros_on
 from ..ops.reduce import reduce_sum
@@ -81,6 +83,15 @@ class _NestedTracer(Tracer):
         self.graph = SubGraph(name)
         self.assigned = {}          # id(Variable) -> Variable, in order of first assignment
         self._assignable = assignable
+        self._first_own_id = next_tensor_id()  # tensors made from here on are this graph's
+
+    def value_of(self, t):
+        # A tensor made before this graph began (a tf.constant of the enclosing function) is
+        # captured, as a traced one is, not embedded: the equation takes it as an operand, so
+        # a tape watching it gets its gradient through the branch or loop.
+        if t.__class__ is Tensor and self.parent is not None and made_before(t, self._first_own_id):
+            return self._capture(t), t._value
+        return super().value_of(t)
 
     def _read(self, variable):
         if self.parent is None:     # eager map_fn of no rows: read at run time
