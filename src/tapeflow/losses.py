@@ -19,16 +19,13 @@ import warnings
 import numpy as np
 
 from . import backend
-from .core.context import context
-from .core.dispatch import apply
-from .core.registry import NotDifferentiable, def_primitive
 from .core.tensor import Tensor, convert_to_tensor
-from .ops.arithmetic import abs_, equal, greater_equal, less, logical_or, maximum
+from .ops.arithmetic import abs_, equal, logical_or, maximum
 from .serialization import Registry, snake_case
 from .ops.clip import clip_by_value
 from .ops.creation import one_hot
 from .ops.elementwise import log, rsqrt, softplus, square
-from .ops.nn import log_softmax, sigmoid_cross_entropy_with_logits
+from .ops.nn import checked_class_indices, log_softmax, sigmoid_cross_entropy_with_logits
 from .ops.reduce import reduce_all, reduce_max, reduce_mean, reduce_sum
 from .ops.shape import cast, expand_dims, squeeze, where
 
@@ -164,39 +161,12 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
                          f"the class axis, got y_true.shape={tuple(labels.shape)}, "
                          f"y_pred.shape={tuple(y_pred.shape)}")
     depth = y_pred.shape[axis]
-    # A traced step on a device does not read its labels back (that would stall every step):
-    # as with TensorFlow's GPU kernel, an out-of-range label's loss is NaN there, not an error.
-    traced = context().trace is not None
-    nan_if_out_of_range = traced and backend.module_of(labels._value) is not np
-    if not traced:
-        _check_class_indices(labels, depth)
-    elif not nan_if_out_of_range:  # in a traced step the labels are known when the graph runs
-        labels = apply(CHECK_CLASS_INDICES, (labels,), {"depth": int(depth)})
+    labels, out_of_range = checked_class_indices(labels, depth)
     if labels._value.dtype.kind not in "iu":  # Keras casts float labels to integers
         labels = cast(labels, "int64")
     hot = one_hot(labels, depth, axis=-1 if axis == ndim - 1 else axis, dtype=y_pred._value.dtype)
     loss = -reduce_sum(hot * _log_probabilities(y_pred, from_logits, axis), axis=axis)
-    if nan_if_out_of_range:
-        loss = where(logical_or(less(labels, 0), greater_equal(labels, depth)), np.nan, loss)
-    return loss
-
-
-def _check_class_indices(labels, depth):
-    """Out-of-range labels would silently get a zero one-hot row (and a zero loss): refuse them."""
-    _checked_class_indices(labels._value, depth=depth)
-
-
-def _checked_class_indices(v, *, depth):
-    xp = backend.array_module(v)
-    if v.size and bool(xp.any((v < 0) | (v >= depth))):
-        raise ValueError(f"sparse_categorical_crossentropy: class indices must lie in [0, {depth}), "
-                         f"got values from {v.min()} to {v.max()}")
-    return v
-
-
-# The same check as an op of a traced graph: the labels pass through, or it raises when it runs.
-CHECK_CLASS_INDICES = def_primitive("CheckClassIndices", _checked_class_indices)
-NotDifferentiable("CheckClassIndices")  # class indices: nothing to differentiate
+    return loss if out_of_range is None else where(out_of_range, np.nan, loss)
 
 
 def _hinge_labels(y_true):

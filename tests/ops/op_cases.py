@@ -1472,7 +1472,7 @@ _METRIC = "a metric's state update (the metric's array code as an op in a traced
 
 def _check_class_indices(x):
     from tapeflow.core.dispatch import apply
-    from tapeflow.losses import CHECK_CLASS_INDICES
+    from tapeflow.ops.nn import CHECK_CLASS_INDICES
     return apply(CHECK_CLASS_INDICES, (tf.math.floor(tf.abs(x)),), {"depth": 3})
 
 

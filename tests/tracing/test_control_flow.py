@@ -136,6 +136,25 @@ def test_cond_gradient_reaches_variables_read_in_a_branch():
         assert tape.gradient(y, w).numpy() == want
 
 
+def test_cond_second_derivative_wrt_a_constant_made_in_the_function():
+    """Ported from tensorflow/python/ops/cond_v2_test.py::CondV2Test::testSecondDerivative: x is
+    a tf.constant made inside the function (both branches capture it, neither embeds it) and
+    the predicate is traced.  d[x^3]/dx = 3x^2 = 27, d2 = 6x = 18; d[x]/dx = 1, d2 = 0."""
+    @tf.function
+    def grads(pred):
+        x = tf.constant(3.0)
+        with tf.GradientTape() as outer:
+            outer.watch(x)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                out = tf.cond(pred, lambda: tf.pow(x, 3), lambda: x)
+            grad = inner.gradient(out, x)
+        return grad, outer.gradient(grad, x, unconnected_gradients="zero")
+
+    assert [g.numpy() for g in grads(tf.constant(True))] == [27.0, 18.0]
+    assert [g.numpy() for g in grads(tf.constant(False))] == [1.0, 0.0]
+
+
 def test_cond_in_a_traced_function_under_a_jacobian():
     f = tf.function(lambda x, p: tf.cond(p, lambda: tf.sin(x) * x[0], lambda: x * x))
     for p in (True, False):
@@ -222,6 +241,67 @@ def test_while_loop_carries_assigned_variables():
 
     assert total(tf.constant(5)).numpy() == 10.0 and c.numpy() == 10.0
     assert total(tf.constant(3)).numpy() == 13.0 and c.numpy() == 13.0
+
+
+def test_while_loop_gradients_reach_a_constant_the_body_captures():
+    """Ported from tensorflow/python/kernel_tests/control_flow/while_v2_test.py::WhileV2Test::
+    testCaptureExternalTensorInBody, in a tf.function: ret = x y^2 = 18 and d ret/dx = 9, as
+    upstream asserts; then through the constant y the body captures (upstream stops at x):
+    d ret/dy = 2xy = 12, d2 ret/dy2 = 2x = 4."""
+    @tf.function
+    def loop():
+        x, y = tf.constant(2.0), tf.constant(3.0)
+        with tf.GradientTape() as outer:
+            outer.watch(y)
+            with tf.GradientTape() as inner:
+                inner.watch([x, y])
+                ret = tf.while_loop(lambda v: v < 8.0, lambda v: v * y, [x])[0]
+            dx, dy = inner.gradient(ret, [x, y])
+        return ret, dx, dy, outer.gradient(dy, y)
+
+    assert [t.numpy() for t in loop()] == [18.0, 9.0, 12.0, 4.0]
+
+
+@pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
+def test_while_loop_body_may_return_a_tuple_for_list_loop_vars(dtype):
+    """Ported from tensorflow/python/kernel_tests/control_flow/while_v2_test.py::WhileV2Test::
+    testGradientTapeResourceVariable: list loop_vars, a body returning a tuple, traced (x * v
+    twice from 2: the gradient with respect to v = 1 is 4)."""
+    v = tf.Variable(1.0, dtype=dtype)
+
+    @tf.function
+    def fn_with_loop():
+        with tf.GradientTape() as tape:
+            _, x = tf.while_loop(lambda i, _: i < 2, lambda i, x: (i + 1, x * v),
+                                 [0, tf.constant(2.0, dtype=dtype)])
+        return tape.gradient(x, v)
+
+    assert fn_with_loop().numpy() == 4.0
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_while_loop_list_and_tuple_are_one_structure_at_the_top_level(traced):
+    """Ported from tensorflow/python/kernel_tests/control_flow/while_v2_test.py::WhileV2Test::
+    testMultipleLoopVarsBasic (x = 5, y = 3, while x < 45: x = x * y): [45, 3] and d ret/dx =
+    [9], eagerly and traced.  TensorFlow compares the body's result with loop_vars as lists at
+    the top level; nested structures must still match, or it is a clear error."""
+    def basic():
+        x, y = tf.constant(5.0), tf.constant(3.0)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            ret = tf.while_loop(lambda v, _: v < 45.0, lambda v, w: (v * w, w), [x, y])
+        return ret, tape.gradient(ret, [x])
+
+    def nested_mismatch():
+        return tf.while_loop(lambda p, s: p[0] < 3, lambda p, s: ([p[0] + 1, s], s),
+                             [(tf.constant(0), tf.constant(1.0)), tf.constant(1.0)])
+
+    run = tf.function if traced else (lambda fn: fn)
+    ret, grad = run(basic)()
+    assert [t.numpy() for t in ret] == [45.0, 3.0] and [g.numpy() for g in grad] == [9.0]
+    with pytest.raises(ValueError, match=r"loop_vars and body must return the same structure; "
+                                         r"got \[\(0, 0\), 0\] and \[\[0, 0\], 0\]"):
+        run(nested_mismatch)()
 
 
 def test_while_loop_errors():

@@ -3,6 +3,7 @@
 Traces are counted with ``experimental_get_tracing_count``; graphs are read as equation
 lists (``graph`` as traced, ``optimized_graph`` as run) and as their printed listing.
 """
+import collections
 import warnings
 
 import numpy as np
@@ -52,6 +53,38 @@ def test_python_values_are_keyed_by_equality():
     assert scale.experimental_get_tracing_count() == 3
     with pytest.raises(TypeError, match="neither a tensor nor a hashable Python value"):
         scale(x, {2}, "mul")
+
+
+def test_the_nesting_of_the_arguments_is_part_of_the_signature():
+    """Ported from tensorflow/python/eager/polymorphic_function/tracing_compilation_test.py::
+    TracingCompilationTest::testCacheKeyNestedLists: the same leaves nested another way trace
+    a second graph (1, then 2 traces), and each call gets its own structure and values back."""
+    defined = tf.function(lambda l: l)
+    a, b, c = tf.constant(1.0), tf.constant(2.0), tf.constant(3.0)
+    first = defined([[a], b, c])
+    assert defined.experimental_get_tracing_count() == 1
+    second = defined([[a, b], c])
+    assert defined.experimental_get_tracing_count() == 2
+    assert [[t.numpy() for t in first[0]], first[1].numpy(), first[2].numpy()] == [[1.0], 2.0, 3.0]
+    assert [[t.numpy() for t in second[0]], second[1].numpy()] == [[1.0, 2.0], 3.0]
+
+
+Pair = collections.namedtuple("Pair", ["p", "q"])
+
+
+@pytest.mark.parametrize("one, other", [
+    ([X, X], (X, X)),                       # list and tuple
+    ((X, X), Pair(X, X)),                   # tuple and namedtuple
+    ({"p": X, "q": X}, {"p": X, "r": X}),   # dicts with other keys
+])
+def test_each_kind_of_nesting_traces_its_own_graph(one, other):
+    defined = tf.function(lambda s: s)
+    for structure in (one, other, one, other):
+        out = defined(structure)
+        assert type(out) is type(structure)
+        if isinstance(structure, dict):
+            assert list(out) == list(structure)
+    assert defined.experimental_get_tracing_count() == 2
 
 
 def test_retracing_again_and_again_warns_once():

@@ -4,7 +4,7 @@ Dicts are flattened in sorted-key order, as TensorFlow does, so a structure
 and its gradients line up whatever order the dict was built in.
 """
 
-__all__ = ["flatten", "pack_sequence_as", "map_structure"]
+__all__ = ["flatten", "pack_sequence_as", "map_structure", "structure_key"]
 
 
 def flatten(structure):
@@ -60,3 +60,14 @@ def _pack(structure, it):
 
 def map_structure(fn, structure):
     return pack_sequence_as(structure, [fn(x) for x in flatten(structure)])
+
+
+def structure_key(structure):
+    """A hashable description of how ``structure`` nests: each list, tuple, namedtuple and
+    dict as its type (a dict with its keys), ``None`` for each leaf.  Two structures get one
+    key only if they pack the same leaves the same way."""
+    if isinstance(structure, dict):
+        return type(structure), tuple((k, structure_key(structure[k])) for k in sorted(structure))
+    if isinstance(structure, (list, tuple)):
+        return type(structure), tuple(structure_key(x) for x in structure)
+    return None

@@ -21,10 +21,23 @@ from .installed_ops import OPS
 
 __all__ = [
     "Tensor", "Variable", "TensorShape", "constant", "convert_to_tensor",
-    "is_tensor", "lift",
+    "is_tensor", "lift", "next_tensor_id", "made_before",
 ]
 
 _next_id = itertools.count(1).__next__
+
+
+def next_tensor_id():
+    """An id larger than every tensor's made so far and smaller than any made later: a nested
+    trace tells the enclosing function's tensors from its own by it (``made_before``)."""
+    return _next_id()
+
+
+def made_before(tensor, mark):
+    """Whether ``tensor`` was made before ``next_tensor_id()`` returned ``mark``.  A Python
+    number an op lifted is cached and shared by every graph that uses it: it counts as made
+    where it is used, never before."""
+    return tensor._id < mark and tensor._id not in _LIFTED_IDS
 
 
 class TensorShape(tuple):
@@ -400,6 +413,7 @@ def _same_memory(arr, value):
 
 
 _LIFT_CACHE = {}
+_LIFTED_IDS = set()  # the ids of the cached tensors
 
 
 def lift(value, like):
@@ -425,8 +439,10 @@ def lift(value, like):
                                 f"it would mix a float with an {dtype.name} tensor")
             if len(_LIFT_CACHE) > 4096:
                 _LIFT_CACHE.clear()
+                _LIFTED_IDS.clear()
             scalar = dtype.type(value)
             t = _LIFT_CACHE[key] = Tensor(scalar if xp is np else xp.asarray(scalar))
+            _LIFTED_IDS.add(t._id)
         return t
     arr = value if backend.is_array(value) else np.asarray(value)
     if arr.dtype.kind in "fc" and dtype.kind in "iub":

@@ -6,11 +6,12 @@ cheap); the losses are written in ops whose gradients are already exact.
 import numpy as np
 
 from .. import backend
+from ..core.context import context
 from ..core.dispatch import apply
-from ..core.registry import def_primitive, register_gradient
+from ..core.registry import NotDifferentiable, def_primitive, register_gradient
 from ..core.tensor import Tensor
 from ._util import array_module, as_tensor, binary_operands, one_axis
-from .arithmetic import maximum
+from .arithmetic import greater_equal, less, logical_or, maximum
 from .creation import one_hot
 from .elementwise import erf, exp, rsqrt, sigmoid, stop_gradient, tanh
 from .random import uniform, uniform_like
@@ -21,7 +22,7 @@ __all__ = [
     "softmax", "log_softmax", "sigmoid_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits",
     "l2_loss", "moments", "batch_normalization", "dropout", "silu", "gelu", "bias_add",
-    "l2_normalize",
+    "l2_normalize", "checked_class_indices",
 ]
 
 
@@ -96,14 +97,41 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
 
 def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
     logits = as_tensor(logits)
-    labels = as_tensor(labels)
     depth = logits._value.shape[-1]
-    values = np.asarray(labels.numpy())
-    if values.size and (values.min() < 0 or values.max() >= depth):
-        raise ValueError(f"sparse_softmax_cross_entropy_with_logits: labels must be in [0, {depth}), "
-                         f"got values from {values.min()} to {values.max()}")
+    labels, out_of_range = checked_class_indices(as_tensor(labels), depth)
     hot = one_hot(labels, depth, dtype=logits._value.dtype)
-    return -reduce_sum(hot * log_softmax(logits, axis=-1), axis=-1)
+    loss = -reduce_sum(hot * log_softmax(logits, axis=-1), axis=-1)
+    return loss if out_of_range is None else where(out_of_range, np.nan, loss)
+
+
+def checked_class_indices(labels, depth):
+    """``(labels, out_of_range)``: the class indices of a sparse cross-entropy, checked to lie
+    in [0, depth) (an out-of-range one would get a zero one-hot row, a silent zero loss).
+
+    Eagerly they are checked now, and in a traced step on the host when the graph runs
+    (``CheckClassIndices``); ``out_of_range`` is then None.  A traced step on a device does
+    not read its labels back (that would stall every step): as with TensorFlow's GPU kernel,
+    the caller makes an out-of-range label's loss NaN, where ``out_of_range`` is true.
+    """
+    if context().trace is None:
+        _checked_class_indices(labels._value, depth=depth)
+        return labels, None
+    if backend.module_of(labels._value) is np:
+        return apply(CHECK_CLASS_INDICES, (labels,), {"depth": int(depth)}), None
+    return labels, logical_or(less(labels, 0), greater_equal(labels, depth))
+
+
+def _checked_class_indices(v, *, depth):
+    xp = backend.array_module(v)
+    if v.size and bool(xp.any((v < 0) | (v >= depth))):
+        raise ValueError(f"sparse cross-entropy: class indices must lie in [0, {depth}), "
+                         f"got values from {v.min()} to {v.max()}")
+    return v
+
+
+# The check as an op of a traced graph: the labels pass through, or it raises when it runs.
+CHECK_CLASS_INDICES = def_primitive("CheckClassIndices", _checked_class_indices)
+NotDifferentiable("CheckClassIndices")  # class indices: nothing to differentiate
 
 
 def l2_loss(t, name=None):

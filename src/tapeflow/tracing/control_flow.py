@@ -10,7 +10,9 @@ a primitive (``If``, ``While``, ``MapFn``) whose attributes hold those graphs
 and whose kernel runs them compiled (``compiler.compile_graph``) on arrays.
 The operands are the predicate / loop variables / mapped tensors, then every
 value of the enclosing graphs the nested graphs use (their captures, the
-same list for both branches or for cond and body).
+same list for both branches or for cond and body): traced values and tensors
+made before the nested graph began alike (a ``tf.constant`` of the enclosing
+function too), so gradients reach whatever a tape watches.
 
 * Variables read inside are captured (their value when the equation runs), so
   gradients reach them; ``assign`` inside is lifted out: the new value becomes
@@ -49,7 +51,7 @@ from ..core.backprop import unbroadcast
 from ..core.context import PER_THREAD, context
 from ..core.dispatch import apply
 from ..core.registry import NOT_DIFFERENTIABLE, def_primitive, register_gradient
-from ..core.tensor import Tensor, Variable, convert_to_tensor
+from ..core.tensor import Tensor, Variable, convert_to_tensor, made_before, next_tensor_id
 from ..ops.arithmetic import add, greater, less, logical_and, subtract
 from ..ops.creation import zeros_on
 from ..ops.reduce import reduce_sum
@@ -81,6 +83,15 @@ class _NestedTracer(Tracer):
         self.graph = SubGraph(name)
         self.assigned = {}          # id(Variable) -> Variable, in order of first assignment
         self._assignable = assignable
+        self._first_own_id = next_tensor_id()  # tensors made from here on are this graph's
+
+    def value_of(self, t):
+        # A tensor made before this graph began (a tf.constant of the enclosing function) is
+        # captured, as a traced one is, not embedded: the equation takes it as an operand, so
+        # a tape watching it gets its gradient through the branch or loop.
+        if t.__class__ is Tensor and self.parent is not None and made_before(t, self._first_own_id):
+            return self._capture(t), t._value
+        return super().value_of(t)
 
     def _read(self, variable):
         if self.parent is None:     # eager map_fn of no rows: read at run time
@@ -292,14 +303,18 @@ def _structure(result):
 
 
 def _check_same(what, a_name, a_res, a_flat, b_name, b_res, b_flat):
-    if _structure(a_res) != _structure(b_res):
-        raise ValueError(f"{what}: {a_name} and {b_name} must return the same structure; got "
-                         f"{_structure(a_res)!r} and {_structure(b_res)!r} (0 for each tensor)")
+    _check_structure(what, a_name, a_res, b_name, b_res)
     for k, ((sa, da), (sb, db)) in enumerate(zip(_types(a_flat), _types(b_flat))):
         if sa != sb or da != db:
             raise ValueError(f"{what}: output {k} is {_describe(sa, da)} from {a_name} but "
                              f"{_describe(sb, db)} from {b_name}; both branches must give the "
                              f"same shape and dtype")
+
+
+def _check_structure(what, a_name, a_res, b_name, b_res):
+    if nest.structure_key(a_res) != nest.structure_key(b_res):
+        raise ValueError(f"{what}: {a_name} and {b_name} must return the same structure; got "
+                         f"{_structure(a_res)!r} and {_structure(b_res)!r} (0 for each tensor)")
 
 
 @register_gradient("If", saves="inputs", vectorized=True)
@@ -348,8 +363,10 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     ``maximum_iterations`` times); in a trace, one ``While`` equation.
 
     ``loop_vars`` is a tuple or list (``cond`` and ``body`` take its items as
-    arguments) or a single tensor; the result has its structure.  In a trace
-    every loop variable must keep its shape and dtype.
+    arguments) or a single tensor; the result has its structure.  ``body``
+    returns the same structure, a list and a tuple being one at the top level
+    (as TensorFlow compares them).  In a trace every loop variable must keep its
+    shape and dtype.
     """
     if shape_invariants is not None:
         raise NotImplementedError("tf.while_loop: shape_invariants are not supported; loop "
@@ -374,7 +391,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     if len(c_flat) != 1 or _types(c_flat)[0] != ((), np.dtype(bool)):
         got = ", ".join(_describe(*t) for t in _types(c_flat))
         raise TypeError(f"tf.while_loop: cond must return one scalar bool tensor, got {got}")
-    _check_same("tf.while_loop", "loop_vars", structure, flat, "body", b_res, b_flat)
+    _check_same("tf.while_loop", "loop_vars", _as_list(structure), flat, "body", _as_list(b_res),
+                b_flat)
     c_out = c_flat
     b_out = b_flat + [b_tr.read(v) for v in carried]
     n_vars = len(flat) + len(carried)
@@ -394,6 +412,12 @@ def _one_var_body(structure, res, flat):
     return res, flat
 
 
+def _as_list(structure):
+    """As TensorFlow compares a body's result with the loop variables: lists at the top level
+    (a body may return a tuple for a list of loop variables), nested structures as they are."""
+    return list(structure) if isinstance(structure, (list, tuple)) else structure
+
+
 def _eager_while(cond, body, state, spread, maximum_iterations):
     i = 0
     while maximum_iterations is None or i < int(maximum_iterations):
@@ -401,10 +425,8 @@ def _eager_while(cond, body, state, spread, maximum_iterations):
             break
         new = body(*state) if spread else body(state)
         new, _ = _one_var_body(state, new, None)
+        _check_structure("tf.while_loop", "loop_vars", _as_list(state), "body", _as_list(new))
         flat = [_as_tensor(v) for v in nest.flatten(new)]
-        if len(flat) != len(nest.flatten(state)):
-            raise ValueError(f"tf.while_loop: body returned {len(flat)} tensors for "
-                             f"{len(nest.flatten(state))} loop variables")
         state = nest.pack_sequence_as(state, flat)
         i += 1
     return state

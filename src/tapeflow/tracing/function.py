@@ -1,6 +1,7 @@
 """``tf.function``: trace a Python function once per input signature, then replay its graph.
 
-A call's signature is its structure, each tensor argument's shape and dtype,
+A call's signature is its nested structure (the kinds of its lists, tuples,
+namedtuples and dicts, and the dicts' keys), each tensor argument's shape and dtype,
 each Variable argument's identity and every other Python argument's value
 (by equality).  The first call with a new signature traces the function into a
 Graph (``ConcreteFunction``); later matching calls run the compiled graph and
@@ -172,7 +173,7 @@ class Function:
             kwargs = {}
         structure = (args, kwargs)
         leaves = nest.flatten(structure)
-        key, tensors, shapes = self._key(leaves)
+        key, tensors, shapes = self._key(structure, leaves)
         concrete = self._cache.get(key)
         if concrete is None or concrete.__class__ is _PerShape:
             with self._lock:
@@ -215,9 +216,11 @@ class Function:
             out.append(nest.pack_sequence_as(spec, converted))
         return tuple(out)
 
-    def _key(self, leaves):
+    def _key(self, structure, leaves):
         # A graph's constants live on the device it was traced on: each device has its own.
-        key, tensors, shapes = [("D", PER_THREAD.context.device)], [], []
+        # The nesting is part of the key: [[a], b] and [[a, b]] flatten alike, trace apart.
+        key = [("D", PER_THREAD.context.device), ("S", nest.structure_key(structure))]
+        tensors, shapes = [], []
         for pos, leaf in enumerate(leaves):
             spec = None
             if leaf.__class__ is _Signed:

@@ -190,7 +190,8 @@ class Tracer:
             if self.parent is None:
                 raise TraceError("A tensor traced in another tf.function was used here; pass it "
                                  "in as an argument or return it instead.")
-            vid = self.graph.new_value(t._example.shape, t._example.dtype)
+            example = t._example if t.__class__ is SymbolicTensor else t._value
+            vid = self.graph.new_value(example.shape, example.dtype)
             self._captured[id(t)] = vid
             self.captures.append((t, vid))
         return vid
