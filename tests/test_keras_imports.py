@@ -74,6 +74,8 @@ IMPORT_LINES = [
     ("from tapeflow.keras.callbacks import ModelCheckpoint, ReduceLROnPlateau",
      {"ModelCheckpoint": ["tf.callbacks.ModelCheckpoint"],
       "ReduceLROnPlateau": ["tf.callbacks.ReduceLROnPlateau"]}),
+    ("from tapeflow.keras.ops import matmul, sum",
+     {"matmul": ["tf.keras.ops.matmul", "tf.matmul"], "sum": ["tf.reduce_sum"]}),
 ]
 
 
@@ -114,11 +116,32 @@ def test_each_activation_is_what_its_name_resolves_to():
             assert activations.get(name) is getattr(activations, name), name
 
 
+def test_ops_compute_what_numpy_does():
+    x = np.array([[-2.5, 1.5, 0.5], [3.0, -1.0, 2.0]], np.float32)
+    ops = tf.keras.ops
+    np.testing.assert_allclose(ops.sum(x).numpy(), np.sum(x))
+    np.testing.assert_allclose(ops.mean(x, axis=1, keepdims=True).numpy(),
+                               np.mean(x, axis=1, keepdims=True))
+    np.testing.assert_allclose(ops.max(x, 0).numpy(), np.max(x, 0))
+    np.testing.assert_allclose(ops.std(x).numpy(), np.std(x), rtol=1e-6)
+    np.testing.assert_allclose(ops.var(x, axis=0).numpy(), np.var(x, axis=0), rtol=1e-6)
+    np.testing.assert_allclose(ops.logsumexp(x).numpy(), np.log(np.sum(np.exp(x))), rtol=1e-6)
+    np.testing.assert_array_equal(ops.mod(x, 2.0).numpy(), np.mod(x, 2.0))
+    np.testing.assert_array_equal(ops.floor_divide(x, 2.0).numpy(), np.floor_divide(x, 2.0))
+    np.testing.assert_array_equal(ops.round(x).numpy(), np.round(x))  # halves to even, both
+    np.testing.assert_allclose(ops.arctan2(x, 2.0).numpy(), np.arctan2(x, 2.0), rtol=1e-6)
+    np.testing.assert_array_equal(ops.repeat(x, 2).numpy(), np.repeat(x, 2))
+    np.testing.assert_array_equal(ops.clip(x, -1.0, 1.0).numpy(), np.clip(x, -1.0, 1.0))
+    np.testing.assert_array_equal(ops.count_nonzero(x > 0).numpy(), np.count_nonzero(x > 0))
+    np.testing.assert_array_equal(ops.transpose(x).numpy(), np.transpose(x))
+    np.testing.assert_array_equal(ops.argsort(x).numpy(), np.argsort(x, kind="stable"))
+
+
 def test_only_the_wrappers_import_scikit_learn():
     code = ("import sys\n"
             "import tapeflow as tf\n"
             "from tapeflow.keras import (activations, backend, callbacks, initializers, layers,\n"
-            "    losses, metrics, models, optimizers, preprocessing, regularizers, saving,\n"
+            "    losses, metrics, models, ops, optimizers, preprocessing, regularizers, saving,\n"
             "    utils)\n"
             "from tapeflow.keras.preprocessing.sequence import pad_sequences\n"
             "from tapeflow.data.experimental import AUTOTUNE\n"

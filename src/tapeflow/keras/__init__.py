@@ -9,7 +9,7 @@ Variable takes any callable as its ``constraint``), so there is none here.
 import importlib
 
 from . import activations, backend, callbacks, initializers, layers, losses, metrics, models
-from . import optimizers, preprocessing, regularizers, saving, utils
+from . import ops, optimizers, preprocessing, regularizers, saving, utils
 from ..initializers import Initializer
 from ..layers import Input, Layer
 from ..losses import Loss
@@ -22,7 +22,7 @@ from ..serialization import register_serializable
 # ``wrappers`` is left out, so that ``from tapeflow.keras import *`` needs no scikit-learn.
 __all__ = [
     "activations", "backend", "callbacks", "initializers", "layers", "losses", "metrics",
-    "models", "optimizers", "preprocessing", "regularizers", "saving", "utils",
+    "models", "ops", "optimizers", "preprocessing", "regularizers", "saving", "utils",
     "Input", "Initializer", "Layer", "Loss", "Metric", "Model", "Optimizer", "Regularizer",
     "Sequential", "register_serializable",
 ]
