@@ -1,10 +1,12 @@
-"""``pad_sequences`` (``tf.keras.utils.pad_sequences``, also
-``tf.keras.preprocessing.sequence.pad_sequences``): lists of different lengths as one array."""
+"""Keras's array preprocessing for ``fit``'s inputs: ``pad_sequences``
+(``tf.keras.utils.pad_sequences``, also ``tf.keras.preprocessing.sequence.pad_sequences``) makes
+lists of different lengths one array; ``to_categorical`` (``tf.keras.utils.to_categorical``)
+makes class labels one-hot rows."""
 import numbers
 
 import numpy as np
 
-__all__ = ["pad_sequences"]
+__all__ = ["pad_sequences", "to_categorical"]
 
 
 def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncating="pre",
@@ -55,3 +57,22 @@ def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncati
         else:
             out[i, maxlen - len(kept):] = kept
     return out
+
+
+def to_categorical(x, num_classes=None):
+    """Integer class labels as one-hot rows of float32, as ``keras.utils.to_categorical``
+    (a trailing axis of size 1 is dropped first)."""
+    labels = np.asarray(x.numpy() if hasattr(x, "numpy") else x)
+    if labels.dtype.kind not in "biu" and not (
+            labels.dtype.kind == "f" and np.array_equal(labels, np.round(labels))):
+        raise ValueError(f"to_categorical: labels must be integers, got dtype {labels.dtype}")
+    labels = labels.astype(np.int64)
+    if labels.ndim > 1 and labels.shape[-1] == 1:
+        labels = labels[..., 0]
+    if labels.size and labels.min() < 0:
+        raise ValueError("to_categorical: labels must be >= 0")
+    n = int(labels.max()) + 1 if num_classes is None else int(num_classes)
+    if labels.size and labels.max() >= n:
+        raise ValueError(f"to_categorical: label {int(labels.max())} is not below "
+                         f"num_classes={n}")
+    return np.eye(n, dtype=np.float32)[labels]

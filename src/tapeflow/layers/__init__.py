@@ -31,3 +31,20 @@ from .convolutional import GlobalMaxPooling1D as GlobalMaxPool1D  # noqa: F401
 from .convolutional import GlobalMaxPooling2D as GlobalMaxPool2D  # noqa: F401
 from .convolutional import MaxPooling1D as MaxPool1D  # noqa: F401
 from .convolutional import MaxPooling2D as MaxPool2D  # noqa: F401
+
+# The public names, once: ``tapeflow.keras.layers`` re-exports exactly these.
+__all__ = [
+    "Layer", "name_scope", "Input", "InputLayer", "Dense", "Activation", "Dropout", "Flatten",
+    "Add", "Average", "Concatenate", "Dot", "Maximum", "Minimum", "Multiply", "Subtract",
+    "add", "average", "concatenate", "dot", "maximum", "minimum", "multiply", "subtract",
+    "BatchNormalization", "LayerNormalization", "Normalization", "Rescaling", "UnitNormalization",
+    "ELU", "Identity", "LeakyReLU", "PReLU", "ReLU", "Softmax", "Attention", "MultiHeadAttention",
+    "Lambda", "Permute", "RepeatVector", "Reshape", "Embedding", "Masking",
+    "GRU", "LSTM", "RNN", "Bidirectional", "SimpleRNN", "GRUCell", "LSTMCell", "SimpleRNNCell",
+    "Conv1D", "Conv2D", "Conv1DTranspose", "Conv2DTranspose", "Convolution1D", "Convolution2D",
+    "Convolution1DTranspose", "Convolution2DTranspose",
+    "AveragePooling1D", "AveragePooling2D", "MaxPooling1D", "MaxPooling2D",
+    "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D",
+    "AvgPool1D", "AvgPool2D", "MaxPool1D", "MaxPool2D",
+    "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalMaxPool1D", "GlobalMaxPool2D",
+]
