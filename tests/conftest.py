@@ -53,6 +53,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
+def scratch_registry(monkeypatch):
+    """Ops and gradient rules a test registers vanish after it. The registry is global and the
+    completeness checks (tests/ops/test_registry_coverage.py) read it, so a test's scratch op
+    failed them when it happened to run first (every tapeflow op registers at import)."""
+    from tapeflow.core import registry
+    monkeypatch.setattr(registry, "_PRIMITIVES", dict(registry._PRIMITIVES))
+    monkeypatch.setattr(registry, "_GRADIENTS", dict(registry._GRADIENTS))
+
+
+@pytest.fixture(autouse=True)
 def _fresh_context(request):
     """Every test starts with a fresh context: layer names, random state, no tapes (Keras's
     clear_session), and runs on the device ``--device`` names."""

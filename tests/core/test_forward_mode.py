@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from ops.gradcheck import check_forward_over_reverse, check_jvp  # tests/ is the test packages' root
 from ops.op_cases import CASES, NON_DIFFERENTIABLE
-from ops.test_gradients import _sin_with, scratch_registry  # noqa: F401 - a fixture
+from ops.test_gradients import _sin_with
 
 import tapeflow as tf
 from tapeflow.core.context import context
@@ -70,7 +70,7 @@ def test_ops_without_gradient_raise_lookup_error_in_forward_mode(op):
 # Wrong rules swapped in with gradient_override_map, in a scratch copy of the registries.
 
 
-def test_check_jvp_catches_a_wrong_rule(scratch_registry):
+def test_check_jvp_catches_a_wrong_rule():
     @tf.RegisterGradient("SinGradOffByALittleFwd", saves="inputs", vectorized=True)
     def _bad(op, g):
         return g * tf.math.cos(op.inputs[0]) * 1.0001
@@ -81,7 +81,7 @@ def test_check_jvp_catches_a_wrong_rule(scratch_registry):
         check_jvp(_sin_with("SinGradOffByALittleFwd"), [x])
 
 
-def test_check_forward_over_reverse_catches_a_rule_that_is_not_differentiable(scratch_registry):
+def test_check_forward_over_reverse_catches_a_rule_that_is_not_differentiable():
     @tf.RegisterGradient("SinGradFrozenFwd", saves="inputs", vectorized=True)
     def _frozen(op, g):  # right values, but its own derivative in x is lost
         return g * tf.math.cos(tf.stop_gradient(op.inputs[0]))
@@ -92,7 +92,7 @@ def test_check_forward_over_reverse_catches_a_rule_that_is_not_differentiable(sc
         check_forward_over_reverse(_sin_with("SinGradFrozenFwd"), [x])
 
 
-def test_a_new_op_has_forward_mode_from_its_gradient_alone(scratch_registry):
+def test_a_new_op_has_forward_mode_from_its_gradient_alone():
     @tf.primitive("ScratchCube")
     def cube(x):
         return x ** 3
@@ -361,7 +361,7 @@ def test_custom_gradient_forward_mode_uses_grad_fn():
     np.testing.assert_allclose(acc.jvp(y).numpy(), [1.5, 1.5])
 
 
-def test_gradient_override_map_applies_to_forward_mode(scratch_registry):
+def test_gradient_override_map_applies_to_forward_mode():
     @tf.RegisterGradient("TwiceSinGradFwd", saves="inputs", vectorized=True)
     def _twice(op, g):
         return 2.0 * g * tf.cos(op.inputs[0])

@@ -3,15 +3,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tapeflow.core import registry
 from tapeflow.core.registry import lookup_gradient
-
-
-@pytest.fixture(autouse=True)
-def scratch_registry(monkeypatch):
-    """Ops and gradients these tests register vanish afterwards (the registry is global)."""
-    monkeypatch.setattr(registry, "_PRIMITIVES", dict(registry._PRIMITIVES))
-    monkeypatch.setattr(registry, "_GRADIENTS", dict(registry._GRADIENTS))
 
 
 def _cube_grad(op, dy):

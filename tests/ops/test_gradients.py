@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import tapeflow as tf
-from tapeflow.core import registry
 
 from .gradcheck import check_batch_jacobian, check_grads, check_jacobian
 from .op_cases import BATCH_CASES, CASES
@@ -73,14 +72,8 @@ def test_jacobian_of_empty_target():
 
 
 # --- the checker catches what it should ------------------------------------------------------------
-# Rules swapped in with gradient_override_map; the registries are copied for each test so
-# that nothing registered here outlives it (the completeness test reads them).
-
-
-@pytest.fixture
-def scratch_registry(monkeypatch):
-    monkeypatch.setattr(registry, "_PRIMITIVES", dict(registry._PRIMITIVES))
-    monkeypatch.setattr(registry, "_GRADIENTS", dict(registry._GRADIENTS))
+# Rules swapped in with gradient_override_map; nothing registered here outlives its test
+# (tests/conftest.py's scratch_registry).
 
 
 def _sin_with(grad_name):
@@ -90,7 +83,7 @@ def _sin_with(grad_name):
     return fn
 
 
-def test_check_grads_catches_a_wrong_first_order_rule(scratch_registry):
+def test_check_grads_catches_a_wrong_first_order_rule():
     @tf.RegisterGradient("SinGradOffByALittle", saves="inputs", vectorized=True)
     def _bad(op, g):
         return g * tf.math.cos(op.inputs[0]) * 1.0001
@@ -100,7 +93,7 @@ def test_check_grads_catches_a_wrong_first_order_rule(scratch_registry):
         check_grads(_sin_with("SinGradOffByALittle"), [x], order=1)
 
 
-def test_check_grads_catches_a_rule_that_is_not_differentiable_itself(scratch_registry):
+def test_check_grads_catches_a_rule_that_is_not_differentiable_itself():
     @tf.RegisterGradient("SinGradFrozen", saves="inputs", vectorized=True)
     def _frozen(op, g):  # right values, but its own derivative in x is lost
         return g * tf.math.cos(tf.stop_gradient(op.inputs[0]))
@@ -111,7 +104,7 @@ def test_check_grads_catches_a_rule_that_is_not_differentiable_itself(scratch_re
         check_grads(_sin_with("SinGradFrozen"), [x], order=2)
 
 
-def test_check_jacobian_catches_a_rule_that_mixes_jacobian_rows(scratch_registry):
+def test_check_jacobian_catches_a_rule_that_mixes_jacobian_rows():
     @tf.primitive("ScratchCumsum")
     def scratch_cumsum(x):
         return x.cumsum(axis=-1)  # the array's method: numpy or CuPy data alike
