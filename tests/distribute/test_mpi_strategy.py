@@ -17,6 +17,8 @@ import pytest
 import tapeflow as tf
 from tapeflow.distribute.mpi import oversubscription
 
+pytestmark = pytest.mark.child_process  # mpiexec ranks, each a child process
+
 SCRIPT = Path(__file__).with_name("mpi_script.py")
 TIMEOUT_S = 120
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}  # 2 ranks on 2 cores

@@ -22,6 +22,8 @@ from tapeflow.training import checkpoint as ckpt_io
 from tests.trainer.helpers import cli, small_config, write_config
 from .test_mpi_strategy import ONE_THREAD, TIMEOUT_S, _mpiexec
 
+pytestmark = pytest.mark.child_process  # mpiexec ranks, each a child process
+
 # Two ranks sum two half-batch gradients where one process takes one full-batch mean: the
 # same numbers added in another order.  Measured after 2 epochs (82 Adam steps): at most
 # 5e-7 apart on weights of magnitude ~1.

@@ -22,6 +22,8 @@ import yaml
 
 from .helpers import SMALL, assert_user_error, cli, small_config, tree_digest, write_config
 
+pytestmark = pytest.mark.child_process  # every test reads what the command or a run it made leaves
+
 # The commands run in other directories than this process: a relative data folder (as the
 # documented test command gives it) must be made absolute for them.
 DATA_ENV = {"SCIKIT_LEARN_DATA": os.path.abspath(os.environ["SCIKIT_LEARN_DATA"])} \

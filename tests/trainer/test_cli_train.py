@@ -9,6 +9,8 @@ import yaml
 
 from .helpers import CONFIGS, cli, small_config, write_config
 
+pytestmark = pytest.mark.child_process  # the real command, in child processes
+
 
 @pytest.fixture(scope="module")
 def housing_run(tmp_path_factory):

@@ -7,11 +7,14 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 import yaml
 
 from tapeflow.training.run import train
 
 from .helpers import CONFIGS, ROOT, cli
+
+pytestmark = pytest.mark.child_process  # the real command, in child processes
 
 RELOAD = textwrap.dedent("""
     import sys

@@ -28,6 +28,7 @@ def digits_run(tmp_path_factory):
     return out, result
 
 
+@pytest.mark.child_process
 def test_the_digits_cnn_reaches_97_percent_on_the_test_split(digits_run):
     out, result = digits_run
     match = re.search(r"^test: loss: ([0-9.]+) - accuracy: ([0-9.]+)$", result.stdout, re.M)
@@ -37,6 +38,7 @@ def test_the_digits_cnn_reaches_97_percent_on_the_test_split(digits_run):
     assert saved["accuracy"] == pytest.approx(float(match.group(2)), abs=1e-4)
 
 
+@pytest.mark.child_process
 def test_the_best_checkpoint_is_chosen_by_validation_accuracy(digits_run):
     out, _ = digits_run
     resolved = yaml.safe_load((out / "config.yaml").read_text())

@@ -128,6 +128,7 @@ def _predict_bytes(run_dir, tmp_path, name):
     return out.read_bytes()
 
 
+@pytest.mark.child_process
 def test_sigkill_at_random_moments_then_resume_gives_identical_predictions(tmp_path):
     config = write_config(tmp_path / "run.yaml", small_config(**KILL_CONFIG))
     done = cli("train", config, "--output", tmp_path / "whole")
@@ -185,6 +186,7 @@ WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.child_process
 def test_sigkill_during_a_checkpoint_write_keeps_the_previous_checkpoint(tmp_path):
     cfg = small_config(training={"epochs": 2})
     script = tmp_path / "writer.py"

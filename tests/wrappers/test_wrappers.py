@@ -133,6 +133,7 @@ def test_nested_parameters_set_and_grid_searched():
         W.SKLearnRegressor(regression_mlp, fit_kwargs=3).set_params(fit_kwargs__epochs=2)
 
 
+@pytest.mark.child_process
 def test_grid_search_over_learning_rates_on_housing_in_two_processes():
     from sklearn.datasets import fetch_california_housing
     housing = fetch_california_housing()
