@@ -73,6 +73,8 @@ def test_a_dict_that_holds_itself_is_refused():
      "options.beta_1: 2.0 is not in [0, 1)"),
     ({"optimizer": {"name": "adam", "options": {"beta_2": 1}}},
      "options.beta_2: 1 is not in [0, 1)"),
+    ({"optimizer": {"name": "adam", "options": {"beta_2": 10 ** 400}}},  # from Python, not YAML
+     "options.beta_2: 1000"),
     ({"loss": {"name": "Huber", "delta": -1.0}}, "run.yaml: loss.delta: -1.0 is not in (0, inf)"),
     ({"optimizer": {"learning_rate": float("inf")}},
      "optimizer.learning_rate: Input should be a finite number"),

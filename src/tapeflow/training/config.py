@@ -192,7 +192,8 @@ def _check_ranges(options, ranges, key):
         interval = ranges.get(name)
         if interval is None or isinstance(value, bool) or not isinstance(value, (int, float)):
             continue  # not a number: the class's own check names the type
-        if not (math.isfinite(value) and _in_range(value, interval)):
+        finite = isinstance(value, int) or math.isfinite(value)  # a huge int has no float
+        if not (finite and _in_range(value, interval)):
             raise ValueError(f"{key}.{name}: {value} is not in {interval}")
 
 
