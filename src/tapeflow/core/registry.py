@@ -57,21 +57,24 @@ class Primitive:
     """A named op: its forward in array code and how many outputs it makes.
 
     ``stateful`` ops (random draws) give new results at every run: a traced graph
-    never folds, merges or drops them.  ``specialize(in_types, attrs)``, when an op
+    never folds, merges or drops them.  An ``effect`` op (``tf.print``) is there for
+    what it does, not what it returns: it has no outputs, and a trace records it
+    without running it, so it happens at every call of the graph and never while tracing.  ``specialize(in_types, attrs)``, when an op
     module sets it, returns a kernel for inputs of known (shape, dtype) that computes
     exactly what ``forward`` does, with less dispatch (or None): compiled graphs use it.
     It may return an ``Inline`` expression instead, which a compiled graph writes in
     place of a call.
     """
 
-    __slots__ = ("name", "forward", "num_outputs", "origin", "stateful", "specialize")
+    __slots__ = ("name", "forward", "num_outputs", "origin", "stateful", "effect", "specialize")
 
-    def __init__(self, name, forward, num_outputs=1, stateful=False):
+    def __init__(self, name, forward, num_outputs=1, stateful=False, effect=False):
         self.name = name
-        self.forward = forward
-        self.num_outputs = num_outputs
         self.origin = _origin(forward)
-        self.stateful = stateful
+        self.forward = _quiet_while_tracing(forward) if effect else forward
+        self.num_outputs = 0 if effect else num_outputs
+        self.stateful = stateful or effect
+        self.effect = effect
         self.specialize = None
 
     def gradient_rule(self, attrs=None):
@@ -89,6 +92,17 @@ class Primitive:
         return f"<Primitive {self.name}>"
 
 
+def _quiet_while_tracing(forward):
+    # A trace runs ops on example arrays to learn shapes; a branch graph of tf.cond run so
+    # would print or assert on them.  An effect happens only when no trace is recording.
+    def effect(*arrays, **attrs):
+        if context().trace is not None:
+            return ()
+        return forward(*arrays, **attrs)
+    effect.__wrapped__ = forward
+    return effect
+
+
 class Inline(str):
     """A Python expression over the operands ``{0}``, ``{1}``... that computes an op's forward
     (``"{0} + {1}"`` for ``operator.add``); it may name ``np`` (numpy, whose ufuncs CuPy
@@ -102,12 +116,12 @@ def _origin(fn):
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
-def def_primitive(name, forward, num_outputs=1, stateful=False):
+def def_primitive(name, forward, num_outputs=1, stateful=False, effect=False):
     """Register a primitive op; the same name from different code is an error."""
     existing = _PRIMITIVES.get(name)
     if existing is not None and existing.origin != _origin(forward):
         raise ValueError(f"An op named '{name}' is already registered by {existing.origin}")
-    op = _PRIMITIVES[name] = Primitive(name, forward, num_outputs, stateful)
+    op = _PRIMITIVES[name] = Primitive(name, forward, num_outputs, stateful, effect)
     return op
 
 

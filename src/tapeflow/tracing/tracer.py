@@ -221,6 +221,9 @@ class Tracer:
             vid, ex = self.value_of(t)
             ids.append(vid)
             examples.append(ex)
+        if op.effect:  # printed, asserted... when the graph runs, never on the examples
+            self.graph.eqns.append(Eqn(op, attrs, ids, ()))
+            return ()
         with np.errstate(all="ignore"):
             out = op.forward(*examples, **attrs) if attrs else op.forward(*examples)
         outs = (out,) if op.num_outputs == 1 else tuple(out)
