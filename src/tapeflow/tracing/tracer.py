@@ -216,6 +216,8 @@ class Tracer:
 
     # --- equations -----------------------------------------------------------------
     def apply(self, op, inputs, attrs):
+        if _folds(op, inputs):
+            return _run_now(op, inputs, attrs)
         ids, examples = [], []
         for t in inputs:
             vid, ex = self.value_of(t)
@@ -289,6 +291,28 @@ class Tracer:
         if grad_error is not None:
             attrs["grad_error"] = grad_error
         return self.apply(CUSTOM_GRADIENT, operands, attrs)
+
+
+def _folds(op, inputs):
+    """Integer work on known values (``tf.shape(x)[-1] - 1``, ``tf.range(n)``) runs now, as
+    TensorFlow's shape inference folds it: the trace is per shape, so sizes are known, and a
+    Python int made from the result (a size, a slice bound) is what the rest of the trace needs.
+    Only integers and booleans: no gradient flows through them, so nothing is lost."""
+    if op.stateful or op.num_outputs == 0:
+        return False
+    for t in inputs:
+        if t.__class__ is SymbolicTensor or isinstance(t, Variable) or \
+                t._value.dtype.kind not in "iub":
+            return False
+    return True
+
+
+def _run_now(op, inputs, attrs):
+    values = [t._value for t in inputs]
+    out = op.forward(*values, **attrs) if attrs else op.forward(*values)
+    if op.num_outputs == 1:
+        return (Tensor(out),)
+    return tuple(Tensor(o) for o in out)
 
 
 def _zeros_example(t):
