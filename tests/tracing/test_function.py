@@ -112,6 +112,28 @@ def test_input_signature_with_a_free_batch_dimension_traces_once():
     assert row_sums.get_concrete_function().structured_input_signature[0].shape == (None, 3)
 
 
+def test_a_free_dimension_never_runs_the_python_body_twice_in_one_call():
+    """Issue 18: the two-size check ran the body twice on the first call (Python side effects
+    twice while the tracing count said 1).  Now the first call traces once, at its shape; the
+    first call with another size traces for that call and finds the graph the same; after that
+    no size traces again (TF: polymorphic_function_test.py::testInputSignatureWithPartialShape
+    traces once: tapeflow runs the body a second time, at the second size, to check it)."""
+    runs = []
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    def f(x):
+        runs.append(x.shape[0])
+        return tf.reduce_sum(x * 2.0, axis=1)
+
+    f(tf.ones([2, 3]))
+    assert runs == [2]
+    f(tf.ones([5, 3]))
+    assert runs == [2, 5]
+    for n in (7, 1, 2):
+        np.testing.assert_array_equal(f(tf.ones([n, 3])).numpy(), np.full(n, 6.0))
+    assert runs == [2, 5] and f.experimental_get_tracing_count() == 1
+
+
 def test_input_signature_retraces_per_shape_when_the_code_bakes_the_size():
     @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
     def flat(x):

@@ -175,13 +175,15 @@ class Function:
         leaves = nest.flatten(structure)
         key, tensors, shapes = self._key(structure, leaves)
         concrete = self._cache.get(key)
-        if concrete is None or concrete.__class__ is _PerShape:
+        if concrete is None or concrete.__class__ is not ConcreteFunction:
             with self._lock:
                 concrete = self._cache.get(key)
                 if concrete is None:
                     concrete = self._trace(structure, leaves, shapes, key)
                 elif concrete.__class__ is _PerShape:
                     concrete = concrete.get(self, structure, leaves, shapes, tensors)
+                elif concrete.__class__ is _Undecided:
+                    concrete = concrete.decide(self, key, structure, leaves, tensors)
         return concrete, tensors
 
     def _check_signature(self, args, kwargs):
@@ -268,6 +270,12 @@ class Function:
         self._count_trace()
         polymorphic = any(s is None or None in s for s in shapes)
         first = self._trace_once(structure, leaves, shapes, probe=False)
+        if polymorphic and not any(isinstance(leaf, TensorSpec) for leaf in leaves):
+            # Called with data: whether the graph depends on the free sizes is found out at the
+            # first call with other sizes, by tracing for it (so the Python body never runs
+            # twice in one call).  A signature of TensorSpecs alone is probed now, below.
+            self._cache[key] = _Undecided(first, leaves)
+            return first
         if polymorphic:
             try:
                 second = self._trace_once(structure, leaves, shapes, probe=True)
@@ -368,14 +376,40 @@ class _Signed:
         self.spec = spec
 
 
+class _Undecided:
+    """A relaxed signature traced at one shape: the first call with other free sizes traces
+    again, for that call, and the two graphs decide whether one serves every size."""
+
+    def __init__(self, first, leaves):
+        self.first = first
+        self.shapes = _concrete_shapes(leaves)
+
+    def decide(self, function, key, structure, leaves, tensors):
+        shapes = _concrete_shapes(leaves)
+        if shapes == self.shapes:
+            return self.first
+        exact = [tuple(t._value.shape) for t in tensors]
+        second = function._trace_once(structure, leaves, exact, probe=False)
+        if _same_graph(self.first.graph, second.graph):
+            self.first.relax_types(second.graph)
+            function._cache[key] = self.first
+            return self.first
+        function._count_trace()  # the graph depends on the sizes: one trace per shape
+        per_shape = _PerShape()
+        per_shape.add(self.first, None, self.shapes)
+        per_shape.add(second, leaves)
+        function._cache[key] = per_shape
+        return second
+
+
 class _PerShape:
     """A relaxed signature whose graph depends on the sizes: one ConcreteFunction per shape."""
 
     def __init__(self):
         self._by_shape = {}
 
-    def add(self, concrete, leaves):
-        self._by_shape[_concrete_shapes(leaves)] = concrete
+    def add(self, concrete, leaves, shapes=None):
+        self._by_shape[_concrete_shapes(leaves) if shapes is None else shapes] = concrete
 
     def get(self, function, structure, leaves, shapes, tensors):
         key = _concrete_shapes(leaves)
