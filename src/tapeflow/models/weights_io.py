@@ -162,7 +162,7 @@ def _read(model, filepath):
         else:
             raise ValueError(f"load_weights: {filepath} holds no tapeflow weights")
     if whole_model:  # a model.save / ModelCheckpoint file: its weights (and optimizer state)
-        return weights_legacy.read_whole_model(filepath, weight_keys(model), _Unit)
+        return weights_legacy.read_whole_model(filepath, weight_keys(model))
 
 
 def _read_tree(f, model, where):
