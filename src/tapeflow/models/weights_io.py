@@ -116,7 +116,7 @@ def load_weights(model, filepath, skip_mismatch=False, **kwargs):
     filepath = os.fspath(filepath)
     by_name = kwargs.pop("by_name", None)
     if kwargs:
-        raise ValueError(f"load_weights: invalid keyword arguments: {sorted(kwargs)}")
+        raise ValueError(f"load_weights: Invalid keyword arguments: {sorted(kwargs)}")
     if by_name is not None:
         raise ValueError(f"load_weights: `by_name` only supports loading legacy '.h5' or "
                          f"'.hdf5' files (Keras 2's layout), as in Keras 3; {filepath} is "

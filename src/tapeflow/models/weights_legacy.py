@@ -38,6 +38,8 @@ def _units(keyed, stored):
     for prefix, pairs in layers.items():
         keys = [k for k, _ in pairs]
         missing = [k for k in keys if k not in stored]
+        if len(missing) == len(keys):  # the whole layer is absent: "received 0 variables"
+            missing = []
         units.append(LayerWeights(prefix, prefix.rpartition("/")[2], [v for _, v in pairs],
                                   [stored[k] for k in keys if k in stored], missing, keys))
     known = {key for key, _ in keyed}
