@@ -138,6 +138,17 @@ def test_model_checkpoint_weights_only_writes_the_layout_and_loads_into_a_twin(t
     assert int(twin.optimizer.iterations) == 1
 
 
+def test_load_weights_only_with_keras_file(tmp_path):
+    # saving_lib_test.py::test_load_weights_only_with_keras_file
+    path = tmp_path / "mymodel.keras"
+    model = functional()
+    ref_output = model.predict(X, verbose=0)
+    model.save(path)
+    model = functional()
+    model.load_weights(path)
+    np.testing.assert_allclose(model.predict(X, verbose=0), ref_output, atol=1e-6)
+
+
 @pytest.mark.parametrize("suffix", ["keras", "weights.h5"])
 def test_partial_load(suffix, tmp_path):
     # saving_lib_test.py::test_partial_load (a .keras file there; a .weights.h5 file too here)

@@ -157,7 +157,7 @@ def _read(model, filepath):
             whole_model = True
         elif "weights" in f:
             return weights_legacy.read_keyed_file(f, weight_keys(model), filepath)
-        elif "vars" in f or "layers" in f:
+        elif "vars" in f or "layers" in f or _vars_groups(f, "", filepath, 0):
             return _read_tree(f, model, filepath)
         else:
             raise ValueError(f"load_weights: {filepath} holds no tapeflow weights")
