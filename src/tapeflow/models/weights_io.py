@@ -153,16 +153,15 @@ def _read(model, filepath):
     except OSError as e:
         raise ValueError(f"load_weights: {filepath} is not a readable HDF5 file: {e}") from None
     with f:
-        if f.attrs.get("format") is not None and "weights" not in f:
-            whole_model = True
-        elif "weights" in f:
+        if "weights" in f:  # the layout tapeflow wrote before
             return weights_legacy.read_keyed_file(f, weight_keys(model), filepath)
-        elif "vars" in f or "layers" in f or _vars_groups(f, "", filepath, 0):
-            return _read_tree(f, model, filepath)
-        else:
+        whole_model = f.attrs.get("format") is not None
+        if not whole_model:
+            if "vars" in f or "layers" in f or _vars_groups(f, "", filepath, 0):
+                return _read_tree(f, model, filepath)
             raise ValueError(f"load_weights: {filepath} holds no tapeflow weights")
-    if whole_model:  # a model.save / ModelCheckpoint file: its weights (and optimizer state)
-        return weights_legacy.read_whole_model(filepath, weight_keys(model))
+    # a model.save / ModelCheckpoint file (read by the saved format's own checked reader)
+    return weights_legacy.read_whole_model(filepath, weight_keys(model))
 
 
 def _read_tree(f, model, where):
