@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tapeflow.models import weights_io
+from tapeflow import backend as tapeflow_backend
 
 from .helpers import (Recorder, Scripted, StopAt, assert_same_weights, regression_data,
                       small_model, weights_differ)
@@ -278,7 +278,7 @@ def test_failed_save_keeps_the_good_file(tmp_path, monkeypatch):
     good_weights = model.get_weights()
 
     calls = {"n": 0}
-    real_to_host = weights_io.backend.to_host
+    real_to_host = tapeflow_backend.to_host
 
     def failing_to_host(value):
         calls["n"] += 1
@@ -286,7 +286,7 @@ def test_failed_save_keeps_the_good_file(tmp_path, monkeypatch):
             raise OSError("disk full")
         return real_to_host(value)
 
-    monkeypatch.setattr(weights_io.backend, "to_host", failing_to_host)
+    monkeypatch.setattr(tapeflow_backend, "to_host", failing_to_host)
     with pytest.raises(OSError, match="disk full"):
         model.fit(x, y, epochs=1, verbose=0,
                   callbacks=[cbs.ModelCheckpoint(str(path), monitor="loss")])

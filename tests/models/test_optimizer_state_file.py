@@ -1,8 +1,9 @@
 """save_weights / load_weights carry a compiled model's optimizer state, keyed by structure.
 
-The file's ``weights`` group is as before; the optimizer's state is its ``optimizer``
-group, keyed as ``optimizer.get_state()`` keys it (``sequential/dense/kernel/momentum``),
-so training continues exactly in another process whose layer counters differ.
+The layers' variables are Keras 3's ``layers/<layer>/vars/<i>``; the optimizer's state is
+Keras 3's ``optimizer/vars/<i>``, each dataset naming its ``optimizer.get_state()`` key
+(``sequential/dense/kernel/momentum``), so training continues exactly in another process
+whose layer counters differ.
 """
 import subprocess
 import sys
@@ -30,11 +31,12 @@ def train(model, epochs):
 
 
 def stored(path, group):
+    """``{name: array}`` of a ``vars`` group: the optimizer's by their ``name`` attribute."""
     found = {}
     with h5py.File(path, "r") as f:
         if group in f:
-            f[group].visititems(lambda name, obj: found.__setitem__(name, obj[()])
-                                if isinstance(obj, h5py.Dataset) else None)
+            for i, ds in f[group].items():
+                found[ds.attrs.get("name", i)] = ds[()]
     return found
 
 
@@ -44,11 +46,10 @@ def test_the_file_holds_the_optimizer_state_beside_unchanged_weight_keys(tmp_pat
     train(model, 2)
     path = tmp_path / "w.h5"
     model.save_weights(path)
-    assert sorted(stored(path, "weights")) == [
-        "sequential/dense/bias", "sequential/dense/kernel",
-        "sequential/dense_1/bias", "sequential/dense_1/kernel"]
+    assert sorted(stored(path, "layers/dense/vars")) == sorted(stored(path, "layers/dense_1/vars")) \
+        == ["0", "1"]
     state = model.optimizer.get_state()
-    in_file = stored(path, "optimizer")
+    in_file = stored(path, "optimizer/vars")
     assert sorted(in_file) == sorted(state)
     assert "sequential/dense/kernel/momentum" in in_file and in_file["iteration"] == 2
     for key, value in state.items():
@@ -61,7 +62,7 @@ def test_no_optimizer_group_before_the_optimizer_has_state(tmp_path):
     small_model(compile=False).save_weights(tmp_path / "u.h5")
     for p in (path, tmp_path / "u.h5"):
         with h5py.File(p, "r") as f:
-            assert list(f) == ["weights"]
+            assert list(f) == ["layers", "vars"]
 
 
 def test_load_restores_the_optimizer_state_in_a_model_built_with_other_counters(tmp_path):

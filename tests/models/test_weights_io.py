@@ -1,4 +1,4 @@
-"""save_weights / load_weights: real HDF5 files keyed by each variable's path in the model."""
+"""save_weights / load_weights: real HDF5 files in Keras 3's layout (the layer tree's positions)."""
 import os
 
 import h5py
@@ -15,25 +15,27 @@ Dense = tf.keras.layers.Dense
 def _datasets(path):
     found = {}
     with h5py.File(path, "r") as f:
-        f["weights"].visititems(lambda name, obj: found.__setitem__(name, obj)
-                                if isinstance(obj, h5py.Dataset) else None)
-        return {name: (ds[()], ds.attrs["variable_path"]) for name, ds in found.items()}
+        f.visititems(lambda name, obj: found.__setitem__(name, obj[()])
+                     if isinstance(obj, h5py.Dataset) else None)
+    return found
 
 
-def test_file_is_hdf5_keyed_by_variable_path(tmp_path):
+def test_file_is_hdf5_keyed_by_layer_position(tmp_path):
     model = tf.keras.Sequential([Dense(30, activation="relu", input_shape=(8,), name="hidden"),
                                  Dense(1, name="out")], name="net")
     path = tmp_path / "model.weights.h5"
     model.save_weights(path)
     assert h5py.is_hdf5(path)
     stored = _datasets(path)
-    assert sorted(stored) == sorted(v.path for v in model.weights) == [
-        "net/hidden/bias", "net/hidden/kernel", "net/out/bias", "net/out/kernel"]
-    for v in model.weights:
-        value, variable_path = stored[v.path]
-        assert variable_path == v.path
-        assert value.dtype == np.float32
-        np.testing.assert_array_equal(value, v.numpy())
+    # the class's name, not the layer's: Keras 3 keys by position, names may differ
+    assert sorted(stored) == ["layers/dense/vars/0", "layers/dense/vars/1",
+                              "layers/dense_1/vars/0", "layers/dense_1/vars/1"]
+    for key, v in zip(sorted(stored), [model.weights[i] for i in (0, 1, 2, 3)]):
+        assert stored[key].dtype == np.float32
+        np.testing.assert_array_equal(stored[key], v.numpy())
+    with h5py.File(path, "r") as f:
+        assert f["layers/dense/vars"].attrs["name"] == "hidden"  # Keras 3's metadata
+        assert f["vars"].attrs["name"] == "net"
 
 
 def test_default_names_are_keyed_as_a_fresh_process_names_them(tmp_path):
@@ -42,8 +44,7 @@ def test_default_names_are_keyed_as_a_fresh_process_names_them(tmp_path):
     path = tmp_path / "w.h5"
     model.save_weights(path)
     assert sorted(_datasets(path)) == [
-        "sequential/dense/bias", "sequential/dense/kernel", "sequential/dense_1/bias",
-        "sequential/dense_1/kernel", "sequential/dense_2/bias", "sequential/dense_2/kernel"]
+        f"layers/{layer}/vars/{i}" for layer in ("dense", "dense_1", "dense_2") for i in (0, 1)]
 
 
 def test_round_trip_into_a_model_built_again(tmp_path):
@@ -81,7 +82,10 @@ def test_round_trip_subclassed_model_and_non_trainable_state(tmp_path):
     other(x[:1])
     other.load_weights(path)
     assert_same_weights(model, other)
-    assert any("moving_mean" in key for key in _datasets(path))
+    # attributes by name: dense, head, norm (gamma, beta, then the moving statistics)
+    assert sorted(k for k in _datasets(path) if not k.startswith("optimizer/")) == ["dense/vars/0", "dense/vars/1", "head/vars/0",
+                                       "head/vars/1", "norm/vars/0", "norm/vars/1",
+                                       "norm/vars/2", "norm/vars/3"]
     np.testing.assert_array_equal(other.predict(x, verbose=0), model.predict(x, verbose=0))
 
 
@@ -105,7 +109,7 @@ def test_load_into_other_shapes_names_the_variable(tmp_path):
     with pytest.raises(ValueError) as excinfo:
         wider.load_weights(path)
     message = single_error(excinfo)
-    assert "sequential/dense/kernel" in message and "(4, 16)" in message and "(4, 8)" in message
+    assert "layers/dense/vars/0" in message and "(4, 16)" in message and "(4, 8)" in message
     assert_same_weights(before, wider.get_weights())  # nothing half-loaded
 
 
@@ -117,14 +121,15 @@ def test_load_into_other_layers_names_them(tmp_path):
     with pytest.raises(ValueError) as excinfo:
         deeper.load_weights(path)
     message = single_error(excinfo)
-    assert "sequential/dense_2/kernel" in message and "sequential/dense_2/bias" in message
+    # by position: the second Dense is (8, 8) here but (8, 1) in the file
+    assert "layers/dense_1/vars/0" in message and "(8, 8)" in message and "(8, 1)" in message
+    assert "and 1 more" in message  # the third Dense, which the file lacks
 
     renamed = tf.keras.Sequential([tf.keras.Input(shape=(4,)), Dense(8, name="hidden"),
                                    Dense(1, name="head")])
-    with pytest.raises(ValueError) as excinfo:
-        renamed.load_weights(path)
-    message = single_error(excinfo)
-    assert "sequential/hidden/kernel" in message and "sequential/dense/kernel" in message
+    renamed.load_weights(path)  # names do not matter, positions do (Keras 3)
+    np.testing.assert_array_equal(renamed.layers[0].kernel.numpy(), _datasets(path)[
+        "layers/dense/vars/0"])
 
 
 def test_load_into_an_unbuilt_model(tmp_path):

@@ -213,7 +213,7 @@ class Variable(Tensor):
     it.  Gradients stop at a Variable: how it got its value is not recorded.
     """
 
-    __slots__ = ("trainable", "_name", "_constraint", "_updated_in_place")
+    __slots__ = ("trainable", "_name", "_constraint", "_updated_in_place", "_keras_name")
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None, shape=None,
                  constraint=None):
@@ -226,16 +226,18 @@ class Variable(Tensor):
         self.trainable = bool(trainable)
         self._updated_in_place = False  # optimizer slots: their arrays change in place
         self._name = "Variable" if name is None else str(name)
+        self._keras_name = None  # a Keras layer's weight: its own short name (add_weight's)
         self._constraint = constraint
 
     @property
     def name(self):
-        """TensorFlow's variable name: the given name with its output index, 'x0:0'."""
-        return f"{self._name}:0"
+        """TensorFlow's variable name, the given name with its output index ('x0:0'); for a
+        Keras layer's weight, Keras 3's: the name ``add_weight`` was given ('kernel')."""
+        return self._keras_name if self._keras_name is not None else f"{self._name}:0"
 
     @property
     def path(self):
-        """The name without the output index: 'sequential/dense/kernel'."""
+        """The hierarchical name, without an output index: 'sequential/dense/kernel'."""
         return self._name
 
     @property

@@ -1,12 +1,13 @@
 """``Layer``: Keras's shape — config in ``__init__``, weights in ``build``, math in ``call``.
 
 A layer builds itself on its first call, from the input's shape.  Variables
-made with ``add_weight`` get hierarchical names from the layers being called
-when they are created (``sequential/dense_1/kernel``), so a model's variables
-have unique names.  Layer names count up per process (``dense``, ``dense_1``
-...); ``clear_session()`` starts the counts again.  (Weight files key on the
+made with ``add_weight`` are named as Keras 3 names them: ``name`` is the name
+given (``kernel``) and ``path`` the hierarchical one, from the layers being
+called when they are created (``sequential/dense_1/kernel``), unique in a
+model.  Layer names count up per process (``dense``, ``dense_1`` ...);
+``clear_session()`` starts the counts again.  (Weight files key on the
 model's structure, which does not depend on these counts: see
-``models/weights_io.py``.)
+``models/weights_tree.py``.)
 
 Tracking: assigning a Layer, a Variable, or a list/tuple/dict of them to an
 attribute tracks it.  Variable order (documented, stable): a layer's own
@@ -119,6 +120,7 @@ class Layer:
         path = "/".join(scopes + [name]) if scopes and scopes[-1] == self.name else \
             "/".join(scopes + [self.name, name])
         variable = Variable(value, trainable=trainable, name=path, dtype=dtype, constraint=constraint)
+        variable._keras_name = name
         self._own_weights.append(variable)
         reg = regularizers.get(regularizer)
         if reg is not None:

@@ -552,15 +552,16 @@ class Model(Layer):
         for line in summary_lines(self):
             (print_fn or print)(line)
 
-    def save_weights(self, filepath):
-        """Write the weights, and a compiled model's optimizer state, to an HDF5 file
-        (``models.weights_io`` says how it is keyed)."""
-        weights_io.save_weights(self, filepath)
+    def save_weights(self, filepath, overwrite=True):
+        """Write the weights, and a compiled model's optimizer state, to an HDF5 file in
+        Keras 3's ``.weights.h5`` layout (``models.weights_io`` says how)."""
+        weights_io.save_weights(self, filepath, overwrite=overwrite)
 
-    def load_weights(self, filepath):
-        """Read ``save_weights``'s file: the weights, and the optimizer state into a model
-        compiled with the same kind of optimizer; checked whole before anything is assigned."""
-        weights_io.load_weights(self, filepath)
+    def load_weights(self, filepath, skip_mismatch=False, **kwargs):
+        """Read ``save_weights``'s file (or a whole-model save): the weights, and the optimizer
+        state into a model compiled with the same optimizer class.  ``skip_mismatch=True``
+        leaves the layers that do not match as they are (Keras 3's argument)."""
+        weights_io.load_weights(self, filepath, skip_mismatch=skip_mismatch, **kwargs)
 
     def save(self, filepath, overwrite=True, include_optimizer=True, **kwargs):
         """Write the architecture, weights, optimizer state and traced call to ``filepath``

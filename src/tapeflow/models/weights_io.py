@@ -1,39 +1,39 @@
-"""``save_weights`` / ``load_weights``: HDF5 files keyed by each variable's place in the model.
+"""``save_weights`` / ``load_weights``: Keras 3's ``.weights.h5`` files.
 
-Keyed by name, not by position (a Keras trap): the key of a variable is its
-path down the model's layers, ``sequential/dense_1/kernel``, with each layer
-named as a new process would name it (its class, numbered among its
-siblings: ``dense``, ``dense_1``), or by the name the user gave it.  So a
-model built again in the same process (whose variables are then named
-``sequential_1/dense_2/kernel``) loads the file, and in a fresh process the
-keys are the variables' own paths.  Each dataset also records the variable's
-path as its ``variable_path`` attribute.
+The file is laid out as Keras 3 writes it (``models.weights_tree`` says where
+each layer goes): ``layers/dense/vars/0`` is the first variable of a
+Sequential's first Dense layer, whatever this process's counters named it
+(``dense_7``), so a twin of the model built in this process or another loads
+it.  Each ``vars`` group carries its layer's ``name`` attribute, as Keras's
+does.  A compiled model's optimizer state is ``optimizer/vars/<i>`` in
+``optimizer.variables`` order; each of those datasets also names its
+``get_state()`` key in a ``name`` attribute and the group its optimizer's
+``class_name``, so the state is read into a model compiled with an optimizer of
+that class (skipped with a warning for another class, ignored for a model not
+compiled).  Every dataset is written with a checksum and read back with the
+saved format's checks (``saving.format.read_checked_dataset``).
 
-A compiled model's optimizer state goes in the same file, in an ``optimizer``
-group beside ``weights`` (which is unchanged), keyed as ``optimizer.get_state()``
-keys it: ``iteration``, and ``sequential/dense/kernel/momentum`` for a slot.
-That is ``weight_keys`` again, the one key function for weights and optimizer
-slots: ``Model.compile`` hands it to the optimizer.  The group's ``class_name``
-attribute names the optimizer's class.  The group is written once the optimizer
-has state for some variable, read into a model compiled with an optimizer of
-that class, skipped with a warning for another class, and ignored for a model
-not compiled.
-
-Loading into a model whose variables, or whose optimizer's state, have other
-names or shapes fails with a message naming them, before anything is assigned.
-Writes go to a temporary file renamed into place, so a failed save never leaves
-a half-written file where a good one was.
+``load_weights`` also reads the files tapeflow wrote before (a ``weights``
+group keyed by ``weight_keys``) and whole-model files (``model.save``,
+``ModelCheckpoint``).  The whole file is checked before anything is assigned;
+a mismatch raises one ValueError naming the first one (where, and the shapes
+or counts expected and found), or with ``skip_mismatch=True`` (Keras 3's
+argument) the layers that do not match keep their values and a warning names
+them.  ``by_name`` is refused as Keras 3 refuses it for these files.
 """
 import os
 import re
 import warnings
 
-import numpy as np
-
-from .. import backend
+from ..saving import format as fmt
+from ..saving.atomic import write_atomically
 from ..serialization import snake_case
+from . import weights_legacy
+from .weights_tree import LayerWeights, layer_tree, own_variables
 
 __all__ = ["save_weights", "load_weights", "weight_keys"]
+
+_MAX_GROUP_DEPTH = 64
 
 
 def _free(name, taken):
@@ -52,7 +52,9 @@ def _component(layer):
 
 
 def weight_keys(model):
-    """``[(key, variable), ...]`` in ``model.weights`` order (a shared variable once)."""
+    """``[(key, variable), ...]`` in ``model.weights`` order (a shared variable once): each
+    variable's path as a fresh process names it (``sequential/dense_1/kernel``).  The keys of
+    optimizer slots, of whole-model saves and of the weights files tapeflow wrote before."""
     out, seen = [], set()
 
     def walk(layer, prefix):
@@ -73,107 +75,169 @@ def _optimizer_with_state(model):
     return optimizer if optimizer is not None and optimizer.built else None
 
 
-def save_weights(model, filepath):
+def _not_built(model, what):
+    return ValueError(f"{what}: model '{model.name}' has no weights yet; build it first (call it "
+                      f"on a batch, or start a Sequential with Input(shape=...))")
+
+
+# --- saving ------------------------------------------------------------------------------------
+def save_weights(model, filepath, overwrite=True):
     import h5py  # imported when a file is written or read, not with the package
     filepath = os.fspath(filepath)
-    keyed = weight_keys(model)
-    if not keyed:
-        raise ValueError(f"save_weights: model '{model.name}' has no weights yet; build it first "
-                         f"(call it on a batch, or start a Sequential with Input(shape=...))")
-    tmp = f"{filepath}.{os.getpid()}.tmp"  # same directory, so the rename is atomic
-    try:
+    if not model.weights:
+        raise _not_built(model, "save_weights")
+    if not overwrite and os.path.exists(filepath):
+        raise FileExistsError(f"save_weights: {filepath} exists and overwrite=False")
+
+    def write(tmp):
         with h5py.File(tmp, "w") as f:
-            group = f.create_group("weights")
-            for key, v in keyed:
-                dataset = group.create_dataset(key, data=np.asarray(backend.to_host(v._value)))
-                dataset.attrs["variable_path"] = v.path
+            for path, layer in layer_tree(model):
+                group = _new_vars_group(f, path, layer.name)
+                for i, v in enumerate(own_variables(layer)):
+                    fmt.create_checked_dataset(group, str(i), v._value)
             optimizer = _optimizer_with_state(model)
             if optimizer is not None:
-                group = f.create_group("optimizer")
+                group = _new_vars_group(f, "optimizer", optimizer.name)
                 group.attrs["class_name"] = type(optimizer).__name__
-                for key, value in optimizer.get_state().items():
-                    group.create_dataset(key, data=value)
-        os.replace(tmp, filepath)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+                for i, (key, value) in enumerate(optimizer.get_state().items()):
+                    fmt.create_checked_dataset(group, str(i), value)
+                    group[str(i)].attrs["name"] = key
+    write_atomically(filepath, write)
 
 
-def load_weights(model, filepath):
-    import h5py
+def _new_vars_group(f, path, name):
+    group = f.create_group(f"{path}/vars" if path else "vars")
+    group.attrs["name"] = name  # Keras 3's metadata
+    return group
+
+
+# --- loading -----------------------------------------------------------------------------------
+def load_weights(model, filepath, skip_mismatch=False, **kwargs):
     filepath = os.fspath(filepath)
+    by_name = kwargs.pop("by_name", None)
+    if kwargs:
+        raise ValueError(f"load_weights: Invalid keyword arguments: {sorted(kwargs)}")
+    if by_name is not None:
+        raise ValueError(f"load_weights: `by_name` only supports loading legacy '.h5' or "
+                         f"'.hdf5' files (Keras 2's layout), as in Keras 3; {filepath} is "
+                         f"loaded by the position of each layer in the model")
     if not os.path.exists(filepath):
         raise FileNotFoundError(f"load_weights: no file at {filepath}")
-    with h5py.File(filepath, "r") as f:
-        whole_model = "weights" not in f and f.attrs.get("format") is not None
-        if "weights" not in f and not whole_model:
-            raise ValueError(f"load_weights: {filepath} holds no tapeflow weights")
-        if not whole_model:
-            stored = _datasets(f["weights"])
-            saved_optimizer = f["optimizer"].attrs.get("class_name") if "optimizer" in f \
-                else None
-            optimizer_state = _datasets(f["optimizer"]) if saved_optimizer is not None else None
-    if whole_model:  # a model.save / ModelCheckpoint file: its weights (and optimizer state)
-        stored, saved_optimizer, optimizer_state = _from_saved_model(filepath)
-    keyed = weight_keys(model)
-    if not keyed and stored:
-        raise ValueError(f"load_weights: model '{model.name}' has no weights yet; build it first "
-                         f"(call it on a batch, or start a Sequential with Input(shape=...))")
-    missing = [key for key, _ in keyed if key not in stored]
-    unexpected = sorted(set(stored) - {key for key, _ in keyed})
-    if missing or unexpected:
+    if not model.weights:
+        raise _not_built(model, "load_weights")
+    units, extra, optimizer_state, optimizer_class = _read(model, filepath)
+    problems = [p for p in (u.problem() for u in units) if p is not None]
+    problems += [f"the file's {path} is not a layer of the model" for path in extra]
+    if problems and not skip_mismatch:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise ValueError(f"load_weights: {filepath} does not match model '{model.name}': "
-                         f"the model's {missing} are not in the file, and the file's "
-                         f"{unexpected} are not in the model")
-    for key, v in keyed:
-        value = stored[key]
-        if tuple(value.shape) != tuple(v.shape):
-            raise ValueError(f"load_weights: {key} has shape {tuple(v.shape)} in the model "
-                             f"but {tuple(value.shape)} in {filepath}")
-    optimizer_plan = _optimizer_plan(model, optimizer_state, saved_optimizer, filepath)
-    for key, v in keyed:
-        v.assign(stored[key].astype(v._value.dtype))
+                         f"{problems[0]}{more}")
+    if problems:
+        warnings.warn(f"load_weights: {len(problems)} parts of {filepath} were not loaded into "
+                      f"model '{model.name}' (skip_mismatch=True): {problems}", stacklevel=3)
+    plan = [(v, value) for u in units if u.problem() is None
+            for v, value in zip(u.variables, u.stored)]
+    optimizer_plan = _optimizer_plan(model, optimizer_state, optimizer_class, filepath,
+                                     skip_mismatch)
+    for v, value in plan:
+        v.assign(value.astype(v._value.dtype))
     for target, value in optimizer_plan:
         target._replace_value(value)
 
 
-def _from_saved_model(filepath):
-    """``(weights by key, optimizer class name, optimizer state)`` of a whole-model save, read
-    through the saved format's checked loader."""
-    from ..saving import format as fmt
-    from ..saving.saved_model import load_variables
-    document, arrays = fmt.read(filepath)
-    try:
-        if document.get("kind") != "keras_model":
-            raise ValueError(f"load_weights: {filepath} is not a saved Keras model")
-        variables = load_variables(document, arrays, filepath)
-        n = document.get("tracked_variables")
-        if type(n) is not int or not 0 <= n <= len(variables):
-            raise ValueError(f"load_weights: {filepath}: tracked_variables is not a count")
-        stored = {v.path: backend.to_host(v._value) for v in variables[:n]}
-        optimizer = document.get("optimizer") or {}
-        config = optimizer.get("config") or {}
-        class_name = config.get("class_name") if isinstance(config, dict) else None
-        state = {}
-        for pair in optimizer.get("state") or []:
-            key = fmt.check_name(pair[0], f"{filepath}: optimizer state")
-            state[key] = arrays.get(pair[1]["$array"], f"optimizer state '{key}'")
-    finally:
-        arrays.close()
-    return stored, class_name, (state if class_name is not None and state else None)
-
-
-def _datasets(group):
-    """``{path in group: array}`` of every dataset under ``group``."""
+def _read(model, filepath):
+    """``(units, paths in the file not in the model, optimizer state, its class name)``."""
     import h5py
-    found = {}
-    group.visititems(lambda name, obj: found.__setitem__(name, obj[()])
-                     if isinstance(obj, h5py.Dataset) else None)
+    try:
+        f = h5py.File(filepath, "r")
+    except OSError as e:
+        raise ValueError(f"load_weights: {filepath} is not a readable HDF5 file: {e}") from None
+    with f:
+        if "weights" in f:  # the layout tapeflow wrote before
+            return weights_legacy.read_keyed_file(f, weight_keys(model), filepath)
+        whole_model = f.attrs.get("format") is not None
+        if not whole_model:
+            if "vars" in f or "layers" in f or _vars_groups(f, "", filepath, 0):
+                return _read_tree(f, model, filepath)
+            raise ValueError(f"load_weights: {filepath} holds no tapeflow weights")
+    # a model.save / ModelCheckpoint file (read by the saved format's own checked reader)
+    return weights_legacy.read_whole_model(filepath, weight_keys(model))
+
+
+def _read_tree(f, model, where):
+    units, paths = [], set()
+    for path, layer in layer_tree(model):
+        vars_path = f"{path}/vars" if path else "vars"
+        paths.add(vars_path)
+        variables = own_variables(layer)
+        group = _group_at(f, vars_path, where)
+        stored = None if group is None else _numbered(group, vars_path, where)
+        if variables or stored:
+            units.append(LayerWeights(vars_path, layer.name, variables, stored))
+    extra = [p for p in _vars_groups(f, "", where, 0) if p not in paths and p != "optimizer/vars"]
+    state, class_name = None, None
+    group = _group_at(f, "optimizer/vars", where)
+    if group is not None and len(group):
+        class_name = group.attrs.get("class_name")
+        values = _numbered(group, "optimizer/vars", where)
+        names = [group[str(i)].attrs.get("name") for i in range(len(values))]
+        if all(isinstance(n, str) for n in names):
+            state = {fmt.check_name(n, f"{where}: optimizer state"): value
+                     for n, value in zip(names, values)}
+        else:
+            warnings.warn(f"load_weights: {where}'s optimizer variables are not named (not "
+                          f"written by tapeflow); only the weights were loaded", stacklevel=4)
+    return units, extra, state, class_name
+
+
+def _group_at(f, path, where):
+    """The group at ``path`` reached through hard links only, or None if there is none."""
+    import h5py
+    group = f
+    for part in path.split("/"):
+        link = group.get(part, getlink=True)
+        if link is None:
+            return None
+        if not isinstance(link, h5py.HardLink):
+            raise fmt.LoadError(f"{where}: {path} goes through a link to elsewhere, which a "
+                                f"weights file never holds")
+        group = group[part]
+        if not isinstance(group, h5py.Group):
+            raise fmt.LoadError(f"{where}: {path} is not a group")
+    return group
+
+
+def _numbered(group, path, where):
+    """The arrays ``0, 1, ...`` of a ``vars`` group, each read with the format's checks."""
+    names = sorted(group.keys(), key=lambda n: (len(n), n))
+    if names != [str(i) for i in range(len(names))]:
+        raise fmt.LoadError(f"{where}: {path} holds {names[:8]}, not datasets numbered 0, 1, ...")
+    return [fmt.read_checked_dataset(group, n, where, f"{path}/{n}") for n in names]
+
+
+def _vars_groups(group, path, where, depth):
+    """Paths of the non-empty ``vars`` groups under ``group`` (hard links only)."""
+    import h5py
+    if depth > _MAX_GROUP_DEPTH:
+        raise fmt.LoadError(f"{where}: groups nested over {_MAX_GROUP_DEPTH} deep")
+    found = []
+    for name in group:
+        child_path = f"{path}/{name}" if path else name
+        if not isinstance(group.get(name, getlink=True), h5py.HardLink):
+            raise fmt.LoadError(f"{where}: {child_path} is a link to elsewhere, which a "
+                                f"weights file never holds")
+        child = group[name]
+        if not isinstance(child, h5py.Group):
+            continue
+        if name == "vars":
+            if len(child):
+                found.append(child_path)
+        else:
+            found.extend(_vars_groups(child, child_path, where, depth + 1))
     return found
 
 
-def _optimizer_plan(model, state, class_name, filepath):
+def _optimizer_plan(model, state, class_name, filepath, skip_mismatch):
     """What loading the file's optimizer state assigns, checked, for a compiled model."""
     optimizer = getattr(model, "optimizer", None)
     if state is None or optimizer is None:
@@ -186,5 +250,9 @@ def _optimizer_plan(model, state, class_name, filepath):
     try:
         return optimizer._checked_state(state)
     except ValueError as err:
+        if skip_mismatch:
+            warnings.warn(f"load_weights: the optimizer state in {filepath} was not loaded "
+                          f"(skip_mismatch=True): {err}", stacklevel=4)
+            return []
         raise ValueError(f"load_weights: {filepath} does not match model '{model.name}': "
                          f"{err}") from None

@@ -34,12 +34,13 @@ can key it by name:
 * optimizer-wide variables by their own name (Nadam's ``"u_product"``);
 * ``"<variable key>/<slot>"`` for each slot.  A model's optimizer (one given to
   ``Model.compile``) keys a model variable by the model's structure, with the
-  one key function its weights file uses (``models.weights_io.weight_keys``):
+  key function of its whole-model saves (``models.weights_io.weight_keys``):
   ``"sequential/dense/kernel/momentum"`` whatever the process-wide layer
   counters named the variable (``sequential_3/dense_7/kernel``), so state moves
   between two models of the same architecture and between processes.  Any other
   variable (a bare ``tf.Variable``, or one the model does not hold) is keyed by
-  its *name*, ``Variable.name`` without the ``:0`` (``"x/momentum"``); two such
+  its *path*, ``Variable.path`` (a ``tf.Variable``'s name without the ``:0``, a layer
+  weight's hierarchical name: ``"x/momentum"``, ``"dense/kernel/momentum"``); two such
   variables with the same name (``tf.Variable`` defaults every name to
   ``"Variable"``) get ``_1``, ``_2``, ... added in the order the optimizer first
   saw them.  A key is fixed when the optimizer first sees the variable (compiling

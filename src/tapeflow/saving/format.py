@@ -55,7 +55,8 @@ from ..tracing.ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph
 from .atomic import write_atomically
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "LIMITS", "LoadError", "SaveError", "ArrayWriter",
-           "encode_graph", "decode_graph", "write", "read", "check_name", "DTYPES"]
+           "encode_graph", "decode_graph", "write", "read", "check_name", "DTYPES",
+           "create_checked_dataset", "read_checked_dataset"]
 
 FORMAT = "tapeflow.saved"
 FORMAT_VERSION = 1
@@ -389,11 +390,11 @@ def _plain_dataset(f, name, where):
     return ds
 
 
-def _read_checked(ds, where, name):
+def _read_checked(ds, where, name, checksummed=True):
     """The data of ``ds``, read only once it is known to be a plain stored array: checksummed,
     not compressed, and with every byte it declares present in the file (a sparse or
     compressed dataset could make a small file allocate gigabytes)."""
-    if ds.chunks is not None and not ds.fletcher32:
+    if checksummed and ds.chunks is not None and not ds.fletcher32:
         raise LoadError(f"{where}: dataset {name!r} has no checksum filter (a save always has)")
     if ds.compression is not None or ds.shuffle or ds.scaleoffset is not None:
         raise LoadError(f"{where}: dataset {name!r} is compressed or filtered, which a save "
@@ -411,7 +412,7 @@ def _read_checked(ds, where, name):
     except Exception as e:  # noqa: BLE001 - a checksum failure or a damaged chunk
         raise LoadError(f"{where}: dataset {name!r} is damaged (its checksum failed or it "
                         f"cannot be read): {e}") from None
-    if ds.chunks is None:
+    if checksummed and ds.chunks is None:
         stored = ds.attrs.get("checksum")
         if not isinstance(stored, str) or \
                 hashlib.sha256(np.array(data, order="C").tobytes()).hexdigest() != stored:
@@ -446,23 +447,41 @@ class ArrayReader:
                             f"not hold")
         name = f"arrays/{ref}"
         ds = _plain_dataset(self._f, name, self._where)
-        if ds.dtype.name not in DTYPES or ds.dtype.byteorder == ">":
-            raise LoadError(f"{self._where}: {what} (array {ref}) has dtype {ds.dtype}, which a "
-                                f"save never holds")
-        shape = ds.shape
-        if shape is None or len(shape) > LIMITS["rank"]:
-            raise LoadError(f"{self._where}: {what} (array {ref}) has rank over "
-                            f"{LIMITS['rank']}")
-        if expect is not None and (tuple(shape) != tuple(expect[0]) or ds.dtype != expect[1]):
-            raise LoadError(f"{self._where}: {what} is {ds.dtype.name}{list(shape)} in the "
+        _check_array_header(ds, f"{what} (array {ref})", self._where)
+        if expect is not None and (tuple(ds.shape) != tuple(expect[0]) or ds.dtype != expect[1]):
+            raise LoadError(f"{self._where}: {what} is {ds.dtype.name}{list(ds.shape)} in the "
                             f"arrays but {np.dtype(expect[1]).name}{list(expect[0])} in the "
                             f"document")
-        n = _elements(shape, f"{what} (array {ref})", self._where)
-        self._total += n
+        self._total += _elements(ds.shape, f"{what} (array {ref})", self._where)
         if self._total > LIMITS["elements"]:
             raise LoadError(f"{self._where}: the arrays hold more than {LIMITS['elements']} "
                             f"elements together")
         return _read_checked(ds, self._where, name)
+
+
+def _check_array_header(ds, what, where):
+    """A dataset's dtype and rank are ones a save holds (checked before its data is read)."""
+    if ds.dtype.name not in DTYPES or ds.dtype.byteorder == ">":
+        raise LoadError(f"{where}: {what} has dtype {ds.dtype}, which a save never holds")
+    if ds.shape is None or len(ds.shape) > LIMITS["rank"]:
+        raise LoadError(f"{where}: {what} has rank over {LIMITS['rank']}")
+
+
+def create_checked_dataset(group, name, array):
+    """Write ``array`` as ``group[name]`` with a checksum (``read_checked_dataset`` requires one)."""
+    _create(group, name, np.array(backend.to_host(array), order="C"))
+
+
+def read_checked_dataset(group, name, where, what=None, checksummed=True):
+    """``group[name]`` as a numpy array, read the way a save's arrays are: a hard-linked,
+    in-file, checksummed, uncompressed dataset of a known dtype, within the size limits,
+    all checked before its data is read.  ``checksummed=False`` only for files written
+    before tapeflow checksummed them (the other checks stay)."""
+    what = what or f"dataset {name!r}"
+    ds = _plain_dataset(group, name, where)
+    _check_array_header(ds, what, where)
+    _elements(ds.shape, what, where)
+    return _read_checked(ds, where, name, checksummed)
 
 
 def _elements(shape, what, where):

@@ -2,8 +2,8 @@
 
 A saved model holds four things: the architecture (``serialize(model)``, the
 config every layer already writes), every weight keyed by the model's
-structure (``weights_io.weight_keys``, the key function of weight files and
-optimizer slots), the optimizer's config and state (``get_state()``, keyed the
+structure (``weights_io.weight_keys``, the key function of optimizer slots;
+``save_weights`` files use Keras 3's layout instead), the optimizer's config and state (``get_state()``, keyed the
 same way), and the model's call traced as a graph (``model(x, training=False)``
 for a ``TensorSpec`` of the input shape with a None batch dimension, custom
 gradients kept).
