@@ -411,3 +411,39 @@ def test_custom_gradient_with_several_outputs_inside_a_traced_function():
             tape.watch(X)
             y = g(X)
         np.testing.assert_array_equal(tape.gradient(y, X).numpy(), [110.0] * 3)
+
+
+def test_a_variable_made_at_every_trace_raises_tensorflows_error():
+    """TF: polymorphic_function_test.py::testVariableCreationOnEveryCallRaises-style: Variables
+    made on the first call are kept (lifted); a body that makes one unconditionally would make
+    it at every trace, and raises TensorFlow's ValueError on the first call."""
+    @tf.function
+    def f(x):
+        v = tf.Variable(1.0)
+        return v + x
+
+    with pytest.raises(ValueError, match="only supports singleton tf.Variables created on the "
+                                         "first call"):
+        f(tf.constant(1.0))
+
+
+def test_a_guarded_variable_is_made_once_and_kept_across_traces():
+    """TF's guide (Variables inside tf.function): create on the first call behind a guard."""
+    class Scale(tf.Module):
+        def __init__(self):
+            self.v = None
+            self.made = 0
+
+        @tf.function
+        def __call__(self, x):
+            if self.v is None:
+                self.made += 1
+                self.v = tf.Variable(2.0)
+            return self.v * x
+
+    m = Scale()
+    assert float(m(tf.constant(3.0))) == 6.0
+    np.testing.assert_array_equal(m(tf.constant([1.0, 2.0])).numpy(), [2.0, 4.0])  # a new trace
+    m.v.assign(5.0)
+    assert float(m(tf.constant(1.0))) == 5.0
+    assert m.made == 1

@@ -33,6 +33,16 @@ def next_tensor_id():
     return _next_id()
 
 
+_variables_made_in_traces = itertools.count(1).__next__
+_last_variable_made_in_a_trace = [0]
+
+
+def variables_made_in_traces():
+    """How many Variables traced code has created (outside ``init_scope``): a tf.function
+    compares the count around a trace, as TensorFlow refuses a Variable made at every trace."""
+    return _last_variable_made_in_a_trace[0]
+
+
 def made_before(tensor, mark):
     """Whether ``tensor`` was made before ``next_tensor_id()`` returned ``mark``.  A Python
     number an op lifted is cached and shared by every graph that uses it: it counts as made
@@ -228,6 +238,8 @@ class Variable(Tensor):
         self._name = "Variable" if name is None else str(name)
         self._keras_name = None  # a Keras layer's weight: its own short name (add_weight's)
         self._constraint = constraint
+        if context().trace is not None:
+            _last_variable_made_in_a_trace[0] = _variables_made_in_traces()
 
     @property
     def name(self):

@@ -26,7 +26,7 @@ import numpy as np
 from .. import backend
 from ..core import nest
 from ..core.context import PER_THREAD, context
-from ..core.tensor import Tensor, Variable, convert_to_tensor
+from ..core.tensor import Tensor, Variable, convert_to_tensor, variables_made_in_traces
 from ..dtypes import as_dtype, numpy_dtype
 from .compiler import compile_graph, interpret, optimize
 from .ir import Graph
@@ -112,6 +112,7 @@ class Function:
         self._relaxed = {}          # leaf position -> shape with None dims (reduce_retracing)
         self._trace_count = 0
         self._warned = False
+        self._made_variables = False  # a trace made Variables: no later trace may
         self._bound = weakref.WeakKeyDictionary()
         self._lock = threading.RLock()  # threads calling at once: one traces, the others wait
         functools.update_wrapper(self, python_function)
@@ -270,6 +271,12 @@ class Function:
         self._count_trace()
         polymorphic = any(s is None or None in s for s in shapes)
         first = self._trace_once(structure, leaves, shapes, probe=False)
+        if first.made_variables:
+            # As TensorFlow: Variables made on the first call are lifted out and kept; a
+            # function that makes them again when traced again would make them at every call.
+            # TensorFlow traces twice on that first call to find out; so does this.
+            self._made_variables = True
+            first = self._trace_once(structure, leaves, shapes, probe=False)
         if polymorphic and not any(isinstance(leaf, TensorSpec) for leaf in leaves):
             # Called with data: whether the graph depends on the free sizes is found out at the
             # first call with other sizes, by tracing for it (so the Python body never runs
@@ -303,6 +310,18 @@ class Function:
                 "dimensions.", stacklevel=4)
 
     def _trace_once(self, structure, leaves, shapes, probe):
+        made = variables_made_in_traces()
+        concrete = self._trace_body(structure, leaves, shapes, probe)
+        concrete.made_variables = variables_made_in_traces() != made
+        if concrete.made_variables and self._made_variables:
+            raise ValueError(
+                f"tf.function only supports singleton tf.Variables created on the first call. "
+                f"Make sure the tf.Variable is only created once or created outside tf.function. "
+                f"('{self._name}' made a Variable when traced again: create it in __init__, or "
+                f"guard it, as `if self.v is None: self.v = tf.Variable(...)`)")
+        return concrete
+
+    def _trace_body(self, structure, leaves, shapes, probe):
         tracer = Tracer(self._name)
         traced_leaves = []
         k = 0
