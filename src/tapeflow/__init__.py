@@ -2,6 +2,8 @@
 
 ``import tapeflow as tf`` runs code written for ``tf.GradientTape``.
 """
+from .allocator import keep_freed_memory as _keep_freed_memory
+_keep_freed_memory()  # before the first large array: glibc keeps what a step frees (allocator.py)
 from . import dtypes, image, linalg, math, nn, random  # noqa: F401
 from . import optimizers  # noqa: F401
 from . import losses, metrics  # noqa: F401
