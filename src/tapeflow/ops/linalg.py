@@ -72,11 +72,25 @@ def _mm(x, y, ta, tb):
     return apply(MATMUL, (x, y), {"transpose_a": ta, "transpose_b": tb})
 
 
+def _rows(t):
+    """A stack of matrices as one matrix of all their rows (a view: no copy)."""
+    return reshape(t, (-1, t._value.shape[-1]))
+
+
 @register_gradient("BatchMatMulV2", saves="inputs")
 def _matmul_grad(op, g):
     a, b = op.inputs
     ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
     need_a, need_b = op.needs_input_grad
+    if need_b and not ta and b._value.ndim == 2 and a._value.ndim > 2 and \
+            g._value.ndim == a._value.ndim:
+        # A Dense layer on (batch, length, features): the kernel's gradient as one GEMM over
+        # every row, not a product per sample summed afterwards (1.5-2x on a transformer's
+        # projections, issue 22)
+        gb = _mm(_rows(a), _rows(g), True, False) if not tb else _mm(_rows(g), _rows(a), True,
+                                                                      False)
+        ga = _mm(g, b, False, not tb) if need_a else None
+        return ga, gb
     if not ta and not tb:    # C = A B
         ga = _mm(g, b, False, True) if need_a else None
         gb = _mm(a, g, True, False) if need_b else None
