@@ -3,8 +3,10 @@
 Eagerly, an op's forward runs on its inputs' arrays; when anything is
 watching (a tape, a forward accumulator, custom_gradient's variable watcher) the op is
 also recorded (``graph.record``); while a function is traced, the op becomes an equation of
-the graph instead (``tracing.tracer.Tracer.apply``) and runs on no data.  ``primitive``
-turns array code into such an op.
+the graph instead (``tracing.tracer.Tracer.apply``): its forward then runs on the trace's
+example arrays (the first call's arguments, or zeros for a TensorSpec) only to learn the
+output's shape and dtype, and an effect op (``tf.print``, an assertion) does not run at all.
+``primitive`` turns array code into such an op.
 """
 import functools
 

@@ -18,6 +18,9 @@ is how a call under a GradientTape (or inside another trace) is recorded, so
 a traced function is differentiable, to any order, through its graph.
 """
 import functools
+import itertools
+import linecache
+import weakref
 
 import numpy as np
 
@@ -26,7 +29,7 @@ from ..core.dispatch import apply
 from ..core.graph import record
 from ..core.registry import GradientRule, Inline
 from ..core.tensor import Tensor
-from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph, is_effect
+from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph, describe_source, is_effect
 
 __all__ = ["optimize", "compile_graph", "interpret"]
 
@@ -65,7 +68,7 @@ def optimize(graph):
                     rename.update(zip(e.outputs, prev))
                     continue
                 seen[key] = e.outputs
-        eqns.append(Eqn(e.op, e.attrs, ins, e.outputs))
+        eqns.append(Eqn(e.op, e.attrs, ins, e.outputs, e.source))
     outputs = [rename.get(o, o) for o in graph.outputs]
     # Dead code: walk back from the outputs and the effects.
     live = set(outputs)
@@ -115,7 +118,10 @@ def compile_graph(graph, tensors=False, xp=np):
     device every equation calls its op's own forward, which follows its operands' module.
     """
     specialize = xp is np
-    namespace = {"Tensor": Tensor, "np": np}
+    filename = f"<tapeflow graph {next(_compiled)}: {len(graph.eqns)} eqns>"
+    made_by = {}  # line of the generated source -> the equation it runs
+    namespace = {"Tensor": Tensor, "np": np, "_failed": functools.partial(_failed, filename,
+                                                                         made_by)}
     lines = []
     for k, vid in enumerate(graph.consts):
         namespace[f"c{vid}"] = graph.consts[vid]
@@ -131,6 +137,7 @@ def compile_graph(graph, tensors=False, xp=np):
     for i, variable in enumerate(graph.variables):
         namespace[f"V{i}"] = variable
     for k, e in enumerate(graph.eqns):
+        made_by[len(lines) + 3] = e  # 'def run', 'try:', then the lines so far
         for o in e.outputs:
             names[o] = f"v{o}"
         if e.op is READ:
@@ -162,11 +169,39 @@ def compile_graph(graph, tensors=False, xp=np):
     wrap = "Tensor({})" if tensors else "{}"
     result = ", ".join("None" if o is None else wrap.format(names[o]) for o in graph.outputs)
     lines.append(f"return ({result}{',' if len(graph.outputs) == 1 else ''})")
-    source = f"def run({', '.join(args)}):\n    " + "\n    ".join(lines) + "\n"
-    exec(compile(source, f"<tapeflow graph {len(graph.eqns)} eqns>", "exec"), namespace)  # noqa: S102
+    source = (f"def run({', '.join(args)}):\n    try:\n        " + "\n        ".join(lines) +
+              "\n    except Exception as e:\n        _failed(e)\n        raise\n")
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102
     run = namespace["run"]
     run.source = source
+    # Tracebacks show the generated lines; the entry goes when the function does.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    weakref.finalize(run, linecache.cache.pop, filename, None)
     return run
+
+
+_compiled = itertools.count()
+
+
+def _failed(filename, made_by, error):
+    """Name the user's line that made the op which raised, on the error (PEP 678 notes)."""
+    tb = error.__traceback__
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    eqn = made_by.get(line)
+    if eqn is not None:
+        note(error, eqn)
+
+
+def note(error, eqn):
+    """Add 'raised by <op>, made at <file:line> in <function>' to an error, once per op."""
+    if hasattr(error, "add_note"):  # Python 3.11+
+        text = f"Raised by the traced {describe_source(eqn)}."
+        if text not in getattr(error, "__notes__", ()):
+            error.add_note(text)
 
 
 # --- interpretation --------------------------------------------------------------------------
@@ -181,17 +216,25 @@ def interpret(graph, inputs, captures=()):
     for vid, t in captures:
         env[vid] = t
     for e in graph.eqns:
-        if e.op is READ:
-            env[e.outputs[0]] = graph.variables[e.attrs["variable"]]
-        elif e.op is ASSIGN:
-            graph.variables[e.attrs["variable"]].assign(env[e.inputs[0]])
-        elif e.op is CUSTOM_GRADIENT and e.attrs.get("grad") is not None:
-            outs = _apply_custom(e, [env[i] for i in e.inputs])
-            env.update(zip(e.outputs, outs))
-        else:
-            out = apply(e.op, tuple(env[i] for i in e.inputs), e.attrs or None)
-            env.update(zip(e.outputs, (out,) if e.op.num_outputs == 1 else out))
+        try:
+            _interpret_one(graph, e, env)
+        except Exception as error:
+            note(error, e)
+            raise
     return [None if o is None else env[o] for o in graph.outputs]
+
+
+def _interpret_one(graph, e, env):
+    if e.op is READ:
+        env[e.outputs[0]] = graph.variables[e.attrs["variable"]]
+    elif e.op is ASSIGN:
+        graph.variables[e.attrs["variable"]].assign(env[e.inputs[0]])
+    elif e.op is CUSTOM_GRADIENT and e.attrs.get("grad") is not None:
+        outs = _apply_custom(e, [env[i] for i in e.inputs])
+        env.update(zip(e.outputs, outs))
+    else:
+        out = apply(e.op, tuple(env[i] for i in e.inputs), e.attrs or None)
+        env.update(zip(e.outputs, (out,) if e.op.num_outputs == 1 else out))
 
 
 class _SavedGradientOp:

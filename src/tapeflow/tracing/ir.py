@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core.registry import Primitive, def_primitive
 
-__all__ = ["Graph", "Eqn", "READ", "ASSIGN", "CUSTOM_GRADIENT", "is_effect"]
+__all__ = ["Graph", "Eqn", "READ", "ASSIGN", "CUSTOM_GRADIENT", "is_effect", "describe_source"]
 
 
 def _read_forward(*_, variable):  # replaced by the executor: reads need the Variable itself
@@ -51,15 +51,25 @@ def is_effect(op):
 
 
 class Eqn:
-    """``outputs = op[attrs](*inputs)``."""
+    """``outputs = op[attrs](*inputs)``; ``source`` is where the user's code made it
+    (file, line, function), as a jaxpr equation's ``source_info``, or None (a loaded graph)."""
 
-    __slots__ = ("op", "attrs", "inputs", "outputs")
+    __slots__ = ("op", "attrs", "inputs", "outputs", "source")
 
-    def __init__(self, op, attrs, inputs, outputs):
+    def __init__(self, op, attrs, inputs, outputs, source=None):
         self.op = op
         self.attrs = attrs or {}
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
+        self.source = source
+
+
+def describe_source(eqn):
+    """'MatMul, made at model.py:42 in call' for an error raised where ``eqn`` ran."""
+    if eqn.source is None:
+        return f"op {eqn.op.name}"
+    path, line, function = eqn.source
+    return f"op {eqn.op.name}, made at {path}:{line} in {function}"
 
 
 class Graph:

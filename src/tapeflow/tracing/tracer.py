@@ -50,6 +50,17 @@ def _caller():
     return found
 
 
+def _user_location():
+    """(file, line, function) of the innermost frame outside tapeflow: the user's line that
+    made the op being traced (errors when the graph runs name it)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+
+
 def needs_value(what, remedy=None):
     caller = _caller()
     where = f"'{caller}'" if caller and not caller.startswith("_") else "an operation"
@@ -224,7 +235,7 @@ class Tracer:
             ids.append(vid)
             examples.append(ex)
         if op.effect:  # printed, asserted... when the graph runs, never on the examples
-            self.graph.eqns.append(Eqn(op, attrs, ids, ()))
+            self.graph.eqns.append(Eqn(op, attrs, ids, (), _user_location()))
             return ()
         with np.errstate(all="ignore"):
             out = op.forward(*examples, **attrs) if attrs else op.forward(*examples)
@@ -237,7 +248,7 @@ class Tracer:
             vid = self.graph.new_value(o.shape, o.dtype)
             out_ids.append(vid)
             results.append(SymbolicTensor(self, vid, o))
-        self.graph.eqns.append(Eqn(op, attrs, ids, out_ids))
+        self.graph.eqns.append(Eqn(op, attrs, ids, out_ids, _user_location()))
         return tuple(results)
 
     def assign(self, variable, value, how="assign"):
