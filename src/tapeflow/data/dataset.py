@@ -24,7 +24,8 @@ from ..core.context import context
 from ..core.tensor import Tensor
 from ..tracing.function import TensorSpec
 from .elements import (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, as_arrays, as_tensors, call,
-                       min_cardinality, spec_dtype, spec_of, stack, structure_of)
+                       min_cardinality, spec_dtype, spec_of, stack, structure_of,
+                       traced_output_spec)
 from .folds import FoldsMixin
 from .generator import GeneratorMixin
 from .grouping import GroupingMixin
@@ -147,7 +148,8 @@ class Dataset(WindowingMixin, PaddingMixin, FoldsMixin, GroupingMixin, Resamplin
         def make():
             for element in self._iterate():
                 yield apply(element)
-        spec, spec_fn = self._spec_via(lambda spec: _traced_spec(traced, spec))
+        spec, spec_fn = self._spec_via(
+            lambda spec: traced_output_spec(traced, spec if isinstance(spec, tuple) else (spec,)))
         return Dataset(make, spec, self._cardinality, spec_fn)
 
     def filter(self, predicate, name=None):
@@ -363,25 +365,3 @@ class Dataset(WindowingMixin, PaddingMixin, FoldsMixin, GroupingMixin, Resamplin
 
     def __repr__(self):
         return f"<Dataset element_spec={self.element_spec}>"
-
-
-def _traced_spec(traced, spec):
-    """The element spec after a map, from tracing its function on the input spec (no data
-    read, no random draws); None when it cannot be traced (then ``element_spec`` looks at the
-    first element)."""
-    from ..tracing.tracer import TraceError
-    if spec is None:
-        return None
-    try:
-        concrete = call(traced.get_concrete_function, spec)
-    except (TraceError, TypeError, ValueError):
-        return None
-    graph = concrete.graph
-    specs = [TensorSpec(*graph.types[v]) for v in graph.outputs]
-    template = concrete._outputs_template
-    if isinstance(template, Tensor):
-        return specs[0]
-    try:
-        return nest.pack_sequence_as(template, specs)
-    except ValueError:
-        return None

@@ -10,7 +10,7 @@ from ..dtypes import string
 from ..tracing.function import TensorSpec
 
 __all__ = ["leaf_array", "structure_of", "as_tensors", "as_arrays", "spec_of", "spec_dtype",
-           "DatasetSpec", "call", "call_on_arrays", "stack", "min_cardinality", "python_int",
+           "DatasetSpec", "call", "call_on_arrays", "stack", "min_cardinality", "python_int", "traced_output_spec",
            "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
 
 INFINITE_CARDINALITY = -1
@@ -89,6 +89,28 @@ def call(fn, element):
 def call_on_arrays(fn, element):
     """``fn`` run eagerly on an element's tensors; its result as the pipeline's arrays."""
     return as_arrays(call(fn, as_tensors(element)))
+
+
+def traced_output_spec(traced, arg_specs):
+    """The spec of what ``traced`` (a ``tf.function``) gives for arguments of ``arg_specs``,
+    from tracing it (no data read, no random draws); None when it cannot be traced (then a
+    dataset's ``element_spec`` looks at its first element)."""
+    from ..tracing.tracer import TraceError
+    if any(spec is None for spec in arg_specs):
+        return None
+    try:
+        concrete = traced.get_concrete_function(*arg_specs)
+    except (TraceError, TypeError, ValueError):
+        return None
+    graph = concrete.graph
+    specs = [TensorSpec(*graph.types[v]) for v in graph.outputs]
+    template = concrete._outputs_template
+    if isinstance(template, Tensor):
+        return specs[0]
+    try:
+        return nest.pack_sequence_as(template, specs)
+    except ValueError:
+        return None
 
 
 def python_int(value):

@@ -10,15 +10,23 @@ __all__ = ["PaddingMixin"]
 
 
 def _shape_list(shape, index):
-    """A padded shape as given (a list, tuple, TensorShape or tensor; -1 or None: the batch's
-    largest) as a tuple of ints and Nones."""
+    """A padded shape as given (a list, tuple, TensorShape or int tensor; -1 or None: the
+    batch's largest) as a tuple of ints and Nones."""
     if shape is None:
         return None
-    dims = getattr(shape, "as_list", None)
-    dims = dims() if dims is not None else np.asarray(
-        shape.numpy() if hasattr(shape, "numpy") else shape, dtype=object).reshape(-1).tolist()
+    if hasattr(shape, "as_list"):
+        shape = shape.as_list()
+    if hasattr(shape, "numpy") or isinstance(shape, np.ndarray):
+        array = np.asarray(shape.numpy() if hasattr(shape, "numpy") else shape)
+        if array.dtype.kind not in "iu":
+            raise TypeError(f"padded_batch: padded shape {array.tolist()} must be a 1-D tensor "
+                            f"of tf.int64 values, but its element type was {array.dtype}.")
+        shape = array.tolist()
+    if not isinstance(shape, (list, tuple)) or any(isinstance(d, (list, tuple)) for d in shape):
+        raise ValueError(f"padded_batch: padded shape {shape!r} must be a 1-D tensor of "
+                         f"tf.int64 values, but its shape was {np.shape(shape)}.")
     try:
-        return tuple(None if d is None or int(d) == -1 else int(d) for d in dims)
+        return tuple(None if d is None or int(d) == -1 else int(d) for d in shape)
     except (TypeError, ValueError):
         raise TypeError(f"padded_batch: padded_shapes component {index} must be a shape "
                         f"(ints, -1 or None), got {shape!r}") from None
@@ -72,7 +80,10 @@ class PaddingMixin:
         spec = self.element_spec
         component_specs = nest.flatten(spec)
         if padded_shapes is None:
-            shapes = [s.shape for s in component_specs]
+            # every dimension to the batch's longest: the same for the dimensions a spec knows,
+            # and right too where a spec was read off the first element (an untraceable map)
+            shapes = [None if s.shape is None else (None,) * len(s.shape)
+                      for s in component_specs]
         else:
             shapes = [_shape_list(s, i) for i, s in
                       enumerate(_as_structure(padded_shapes, spec, "padded_shapes"))]
@@ -80,13 +91,14 @@ class PaddingMixin:
             zip(_as_structure(padding_values, spec, "padding_values"), component_specs))]
         for index, (shape, component) in enumerate(zip(shapes, component_specs)):
             if shape is None:
-                raise ValueError(f"padded_batch: component {index} has an unknown rank; give "
-                                 f"its padded_shapes")
+                raise ValueError(f"padded_batch: `padded_shapes` must be given for component "
+                                 f"{index}, which has an unknown rank")
             known = component.shape
             if known is not None and (len(known) != len(shape) or any(
                     k is not None and p is not None and p < k for k, p in zip(known, shape))):
-                raise ValueError(f"padded_batch: the padded shape {list(shape)} is not "
-                                 f"compatible with the shape {list(known)} of component {index}")
+                raise ValueError(f"padded_batch: The padded shape {tuple(shape)} is not "
+                                 f"compatible with the corresponding input component shape "
+                                 f"{tuple(known)}.")
 
         def pad_batch(elements):
             rows = [nest.flatten(e) for e in elements]
@@ -120,7 +132,8 @@ class PaddingMixin:
             if pending and not drop_remainder:
                 yield pad_batch(pending)
         out_spec = nest.pack_sequence_as(spec, [
-            TensorSpec((batch_size if drop_remainder else None,) + tuple(shape), s.dtype)
+            TensorSpec((batch_size if drop_remainder else None,) + tuple(
+                s.shape if padded_shapes is None else shape), s.dtype)
             for shape, s in zip(shapes, component_specs)])
         n = self._cardinality
         if n >= 0:
