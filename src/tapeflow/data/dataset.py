@@ -215,6 +215,8 @@ class Dataset(WindowingMixin, PaddingMixin, FoldsMixin, GroupingMixin, Resamplin
 
     def unbatch(self, name=None):
         """The rows of each element, one element each (``batch``'s inverse)."""
+        if self._spec is not None:
+            _check_unbatchable(nest.flatten(self._spec))
         def make():
             for element in self._iterate():
                 leaves = nest.flatten(element)
@@ -365,3 +367,14 @@ class Dataset(WindowingMixin, PaddingMixin, FoldsMixin, GroupingMixin, Resamplin
 
     def __repr__(self):
         return f"<Dataset element_spec={self.element_spec}>"
+
+
+def _check_unbatchable(specs):
+    """TensorFlow's build-time checks: no scalar components, no two known first dimensions
+    that differ."""
+    if any(s.shape is not None and len(s.shape) == 0 for s in specs):
+        raise ValueError("unbatch: Cannot unbatch an input with scalar components.")
+    known = {s.shape[0] for s in specs if s.shape is not None and s.shape[0] is not None}
+    if len(known) > 1:
+        raise ValueError(f"unbatch: Cannot unbatch an input whose components have different "
+                         f"batch sizes {sorted(known)}.")

@@ -59,11 +59,13 @@ def _converted(value, spec):
     if isinstance(value, Tensor):
         value = value.numpy()
     array = np.asarray(value)
-    want = spec.dtype.as_numpy_dtype
-    if np.dtype(want).kind in "SUO" and array.dtype.kind in "SUO":
+    want = np.dtype(spec.dtype.as_numpy_dtype)
+    string_wanted, string_given = want.kind in "SUO", array.dtype.kind in "SUO"
+    if array.size == 0:                   # an empty list is any dtype's
+        converted = array.astype(want)
+    elif string_wanted and string_given:
         converted = array
-    elif (array.dtype.kind in "SUO") != (np.dtype(want).kind in "SUO") or \
-            not np.can_cast(array.dtype, want, casting="same_kind"):
+    elif string_wanted != string_given or not np.can_cast(array.dtype, want, "same_kind"):
         raise TypeError(f"`generator` yielded an element that could not be converted to the "
                         f"expected type. The expected type was {as_dtype(want).name}, but the "
                         f"yielded element was {value!r}.")

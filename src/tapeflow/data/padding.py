@@ -111,7 +111,9 @@ class PaddingMixin:
                                      f"but the padded shape {list(shape)} has rank {len(shape)}")
                 target = tuple(max(a.shape[axis] for a in column) if d is None else d
                                for axis, d in enumerate(shape))
-                dtype = np.result_type(*column) if column[0].dtype.kind in "SU" else column[0].dtype
+                # strings: wide enough for the longest and for the padding value
+                dtype = np.result_type(*column, value) if column[0].dtype.kind in "SU" \
+                    else column[0].dtype
                 out = np.full((len(column),) + target, value, dtype)
                 for i, a in enumerate(column):
                     if any(s > t for s, t in zip(a.shape, target)):

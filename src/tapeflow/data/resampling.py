@@ -31,22 +31,26 @@ def acceptance_and_mixing(initial, target):
 
 
 class _Estimate:
-    """The data's class distribution as seen so far, refreshed every 32 elements."""
+    """The data's class distribution as seen so far (refreshed every 32 elements), and the
+    acceptance probabilities and mixing probability it gives."""
 
-    def __init__(self, num_classes, initial_dist):
+    def __init__(self, num_classes, initial_dist, target):
         self.fixed = initial_dist is not None
         self.counts = np.zeros(num_classes, np.int64)
         self.pending = []
-        self.dist = None if initial_dist is None else np.asarray(initial_dist, np.float32)
+        self.target = target
+        self.accept, self.mixing = (None, 0.0) if initial_dist is None else \
+            acceptance_and_mixing(initial_dist, target)
 
     def see(self, label):
         if self.fixed:
             return
         self.pending.append(label)
-        if self.dist is None or len(self.pending) == _ESTIMATION_BATCH:
+        if self.accept is None or len(self.pending) == _ESTIMATION_BATCH:
             self.counts += np.bincount(self.pending, minlength=len(self.counts))
             self.pending = []
-            self.dist = (self.counts / self.counts.sum()).astype(np.float32)
+            self.accept, self.mixing = acceptance_and_mixing(
+                self.counts / self.counts.sum(), self.target)
 
 
 class ResamplingMixin:
@@ -76,7 +80,7 @@ class ResamplingMixin:
 
         def make():
             rng = self._shuffle_rng(seed, True)
-            estimate = _Estimate(num_classes, initial_dist)
+            estimate = _Estimate(num_classes, initial_dist, target)
             direct = self._iterate()          # TensorFlow reads the data twice: as it comes,
             filtered = self._iterate()        # and through the rejection sampler
 
@@ -84,17 +88,12 @@ class ResamplingMixin:
                 for element in filtered:
                     label = labelled(element)
                     estimate.see(int(label))
-                    accept, _ = acceptance_and_mixing(estimate.dist, target)
-                    if rng.random() < accept[int(label)]:
+                    if rng.random() < estimate.accept[int(label)]:
                         return label, element
                 return None
 
             while True:
-                if estimate.dist is None:
-                    mixing = 0.0
-                else:
-                    mixing = acceptance_and_mixing(estimate.dist, target)[1]
-                if mixing > 0 and rng.random() < mixing:
+                if estimate.mixing > 0 and rng.random() < estimate.mixing:
                     element = next(direct, None)
                     pair = None if element is None else (labelled(element), element)
                 else:

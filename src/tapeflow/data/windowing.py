@@ -130,8 +130,19 @@ class WindowingMixin:
         element (as TensorFlow's tracing would give, None dimensions included)."""
         def spec():
             first = next(iter(self._iterate()), _END)
-            return None if first is _END else _dataset_of(map_func, first).element_spec
+            if first is _END:
+                first = self._empty_windows()
+            return None if first is None else _dataset_of(map_func, first).element_spec
         return spec
+
+    def _empty_windows(self):
+        """Where this dataset's elements are windows but it has none: an element of empty
+        datasets of the windows' specs, for reading a spec off ``map_func`` (else None)."""
+        leaves = nest.flatten(self._spec) if self._spec is not None else [None]
+        if not all(isinstance(leaf, DatasetSpec) for leaf in leaves):
+            return None
+        return nest.pack_sequence_as(self._spec, [
+            self._derive(_replay([]), leaf.element_spec, 0) for leaf in leaves])
 
 
 _END = object()
