@@ -55,6 +55,8 @@ def _as_structure(given, spec, what):
 
 
 def _up_to(spec, given, what):
+    if given is None:                     # this part's default
+        return [None] * len(nest.flatten(spec))
     if isinstance(spec, dict):
         if not isinstance(given, dict) or set(given) != set(spec):
             raise ValueError(f"padded_batch: {what} must have the keys of the elements "
