@@ -43,12 +43,19 @@ def as_tensors(element):
     """The user's view of an element: its numeric arrays as tensors on the current device
     (the pipeline runs on the host; each element handed out is moved there once).  Strings
     stay numpy arrays; nested datasets (``window``'s) stay datasets."""
-    return nest.map_structure(
-        lambda a: Tensor(backend.to_device(a)) if isinstance(a, np.ndarray) and a.dtype.kind in "biuf"
-        else a, element)
+    if element.__class__ is np.ndarray:             # the common lone leaf, without nest's walk
+        return _as_tensor(element)
+    return nest.map_structure(_as_tensor, element)
+
+
+def _as_tensor(a):
+    return Tensor(backend.to_device(a)) if isinstance(a, np.ndarray) and a.dtype.kind in "biuf" \
+        else a
 
 
 def as_arrays(element):
+    if isinstance(element, Tensor):
+        return np.asarray(element.numpy())
     return nest.map_structure(
         lambda t: np.asarray(t.numpy()) if isinstance(t, Tensor) else leaf_array(t), element)
 
