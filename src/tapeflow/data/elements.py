@@ -10,8 +10,8 @@ from ..dtypes import string
 from ..tracing.function import TensorSpec
 
 __all__ = ["leaf_array", "structure_of", "as_tensors", "as_arrays", "spec_of", "spec_dtype",
-           "DatasetSpec", "call", "call_on_arrays", "stack", "min_cardinality", "python_int", "traced_output_spec",
-           "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
+           "DatasetSpec", "call", "stack", "min_cardinality", "replay", "python_int",
+           "traced_output_spec", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
 
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
@@ -93,11 +93,6 @@ def call(fn, element):
     return fn(*element) if isinstance(element, tuple) else fn(element)
 
 
-def call_on_arrays(fn, element):
-    """``fn`` run eagerly on an element's tensors; its result as the pipeline's arrays."""
-    return as_arrays(call(fn, as_tensors(element)))
-
-
 def traced_output_spec(traced, arg_specs):
     """The spec of what ``traced`` (a ``tf.function``) gives for arguments of ``arg_specs``,
     from tracing it (no data read, no random draws); None when it cannot be traced (then a
@@ -140,6 +135,11 @@ def stack(elements):
                     f"{list(array.shape)}.")
         columns.append(np.stack(column))
     return nest.pack_sequence_as(elements[0], columns)
+
+
+def replay(elements):
+    """A ``make`` for a dataset of elements already in hand (a window, a group)."""
+    return lambda: iter(elements)
 
 
 def min_cardinality(values):

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..core import nest
 from ..tracing.function import TensorSpec
-from .elements import UNKNOWN_CARDINALITY, as_tensors, call, python_int
+from .elements import UNKNOWN_CARDINALITY, as_tensors, call, python_int, replay
 
 __all__ = ["GroupingMixin"]
 
@@ -38,7 +38,7 @@ class GroupingMixin:
             return value
 
         def reduced(key, elements):
-            window = self._derive(_replay(elements), self._spec, len(elements))
+            window = self._derive(replay(elements), self._spec, len(elements))
             result = reduce_func(as_tensors(np.asarray(key, np.int64)), window)
             if not hasattr(result, "_iterate"):
                 raise TypeError(f"group_by_window: reduce_func must return a Dataset, got "
@@ -64,7 +64,7 @@ class GroupingMixin:
             if first is None:
                 return None
             key = python_int(call(key_func, as_tensors(first)))
-            window = self._derive(_replay([first]), self._spec, 1)
+            window = self._derive(replay([first]), self._spec, 1)
             return reduce_func(as_tensors(np.asarray(key, np.int64)), window).element_spec
         return self._derive(make, None, UNKNOWN_CARDINALITY, spec)
 
@@ -118,6 +118,3 @@ def _fill_unknown(shapes, spec, filler):
         return {k: _fill_unknown(shapes[k], spec[k], filler) for k in spec}
     return type(spec)(_fill_unknown(s, p, filler) for s, p in zip(shapes, spec))
 
-
-def _replay(elements):
-    return lambda: iter(elements)

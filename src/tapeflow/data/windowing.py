@@ -5,7 +5,7 @@ TensorFlow's orders (``interleave`` cycles through ``cycle_length`` open dataset
 import os
 
 from ..core import nest
-from .elements import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, DatasetSpec, as_tensors, call
+from .elements import UNKNOWN_CARDINALITY, DatasetSpec, as_tensors, call, replay
 
 __all__ = ["WindowingMixin"]
 
@@ -42,7 +42,7 @@ class WindowingMixin:
             leaves = [nest.flatten(e) for e in picked]
             structure = picked[0]
             component_specs = nest.flatten(self.element_spec)
-            datasets = [self._derive(_replay([row[i] for row in leaves]), component_specs[i],
+            datasets = [self._derive(replay([row[i] for row in leaves]), component_specs[i],
                                      len(leaves)) for i in range(len(component_specs))]
             return nest.pack_sequence_as(structure, datasets)
 
@@ -142,14 +142,11 @@ class WindowingMixin:
         if not all(isinstance(leaf, DatasetSpec) for leaf in leaves):
             return None
         return nest.pack_sequence_as(self._spec, [
-            self._derive(_replay([]), leaf.element_spec, 0) for leaf in leaves])
+            self._derive(replay([]), leaf.element_spec, 0) for leaf in leaves])
 
 
 _END = object()
 
-
-def _replay(elements):
-    return lambda: iter(elements)
 
 
 def _dataset_of(map_func, element):
