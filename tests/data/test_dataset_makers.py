@@ -89,6 +89,8 @@ def test_timeseries_sampling_rate_stride_and_range():
     sample = next(iter(utils.timeseries_dataset_from_array(
         data, None, sequence_length=9, batch_size=None, shuffle=True)))
     assert len(sample.shape) == 1
+    assert tf.keras.preprocessing.timeseries_dataset_from_array is \
+        utils.timeseries_dataset_from_array                     # tf.keras 2 keeps them there too
 
 
 def test_timeseries_errors():
