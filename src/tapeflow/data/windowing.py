@@ -57,11 +57,9 @@ class WindowingMixin:
                     yield make_window(buffer)
                     to_skip = max(0, shift - len(buffer))
                     buffer = buffer[shift:]
-            while buffer:
-                if not drop_remainder and len(buffer) > 0:
-                    yield make_window(buffer)
+            while buffer and not drop_remainder:     # the shorter windows starting before the end
+                yield make_window(buffer)
                 buffer = buffer[shift:]
-            # (a window is only made where it starts inside the input)
 
         def window_spec(spec):
             return nest.map_structure(DatasetSpec, spec)
@@ -72,13 +70,9 @@ class WindowingMixin:
 
     def flat_map(self, map_func, name=None):
         """The elements of the dataset ``map_func`` makes of each element, one after another."""
-        def datasets():
-            for element in self._iterate():
-                yield _dataset_of(map_func, element)
-
         def make():
-            for dataset in datasets():
-                yield from dataset._iterate()
+            for element in self._iterate():
+                yield from _dataset_of(map_func, element)._iterate()
         return self._derive(make, None, UNKNOWN_CARDINALITY, self._first_result_spec(map_func))
 
     def interleave(self, map_func, cycle_length=None, block_length=None, num_parallel_calls=None,
