@@ -15,7 +15,15 @@ or the same every epoch with ``reshuffle_each_iteration=False``).
 signature and replayed, as TensorFlow does); a function that cannot be traced
 (it needs a tensor's value in Python, say) runs eagerly instead.  ``prefetch``
 and ``num_parallel_calls`` are accepted and do nothing: elements are made on
-demand in the calling thread.
+demand in the calling thread.  The functions of the other transformations
+(``flat_map``, ``scan``, ``group_by_window``, ...) run eagerly, one call per
+element; ``scan`` traces its function once to check it when built.
+
+This module holds the sources and the core transformations; the families
+(windows, padding, folds, grouping, resampling, generators) are mixins, each in
+a module of its own, and element helpers are in ``elements.py``.  A spec that
+needs data to work out (after ``flat_map``, say) is worked out when first asked
+for (``spec_fn``), so building a pipeline reads no data.
 """
 import numpy as np
 
