@@ -133,8 +133,8 @@ def _text_directory(root, num_classes=2, nested_dirs=False, count=16, length=20)
 def test_text_dataset_standalone_and_binary(tmp_path):
     # Keras: text_dataset_utils_test.py::test_text_dataset_from_directory_standalone,
     # ::test_text_dataset_from_directory_binary
-    directory = _text_directory(tmp_path / "a", count=7) if os.mkdir(tmp_path / "a") is None \
-        else None
+    os.mkdir(tmp_path / "a")
+    directory = _text_directory(tmp_path / "a", count=7)
     for i in range(3):
         with open(os.path.join(directory, f"text_{i}.txt"), "w") as f:
             f.write("x" * 20)
@@ -150,8 +150,10 @@ def test_text_dataset_standalone_and_binary(tmp_path):
         directory, batch_size=8, label_mode="int", max_length=10, verbose=False)))
     assert texts.shape == (8,) and len(str(texts[0])) == 10
     assert labels.shape == (8,) and labels.dtype == tf.int32
-    _, labels = next(iter(utils.text_dataset_from_directory(
-        directory, batch_size=8, label_mode="binary", verbose=False)))
+    dataset = utils.text_dataset_from_directory(directory, batch_size=8, label_mode="binary",
+                                                verbose=False)
+    assert dataset.map(lambda x, y: x).element_spec == tf.TensorSpec([None], tf.string)
+    _, labels = next(iter(dataset))
     assert labels.shape == (8, 1) and labels.dtype == tf.float32
     _, labels = next(iter(utils.text_dataset_from_directory(
         directory, batch_size=8, label_mode="categorical", verbose=False)))

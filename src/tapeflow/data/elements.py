@@ -105,7 +105,7 @@ def traced_output_spec(traced, arg_specs):
     except (TraceError, TypeError, ValueError):
         return None
     graph = concrete.graph
-    specs = [TensorSpec(*graph.types[v]) for v in graph.outputs]
+    specs = [_string_spec_normalised(TensorSpec(*graph.types[v])) for v in graph.outputs]
     template = concrete._outputs_template
     if isinstance(template, Tensor):
         return specs[0]
@@ -113,6 +113,13 @@ def traced_output_spec(traced, arg_specs):
         return nest.pack_sequence_as(template, specs)
     except ValueError:
         return None
+
+
+def _string_spec_normalised(spec):
+    """A traced string output's spec says ``tf.string``, whatever width the trace saw."""
+    if np.dtype(spec.dtype.as_numpy_dtype).kind in "SUO":
+        return TensorSpec(spec.shape, string)
+    return spec
 
 
 def python_int(value):
