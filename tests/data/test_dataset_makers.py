@@ -333,6 +333,10 @@ def test_image_values_resize_and_crop(tmp_path):
         str(tmp_path / "one"), image_size=(4, 4), verbose=False)))
     np.testing.assert_allclose(images.numpy()[0, :, :, 0], [
         [0, 25, 75, 100], [50, 58.75, 76.25, 85], [150, 126.25, 78.75, 55], [200, 160, 80, 40]])
+    images, _ = next(iter(utils.image_dataset_from_directory(
+        str(tmp_path / "one"), image_size=(4, 4), interpolation="nearest", verbose=False)))
+    np.testing.assert_array_equal(images.numpy()[0, :, :, 0], [
+        [0, 0, 100, 100], [0, 0, 100, 100], [200, 200, 40, 40], [200, 200, 40, 40]])
     os.mkdir(tmp_path / "c")
     directory = _image_directory(tmp_path / "c", count=5)
     for flag in ("crop_to_aspect_ratio", "pad_to_aspect_ratio"):
@@ -341,6 +345,8 @@ def test_image_values_resize_and_crop(tmp_path):
         assert list(images.shape) == [5, 18, 12, 3]
     with pytest.raises(ValueError, match="`color_mode` must be one of"):
         utils.image_dataset_from_directory(directory, color_mode="cmyk")
+    with pytest.raises(ValueError, match="`interpolation` must be one of"):
+        utils.image_dataset_from_directory(directory, interpolation="lanczos9")
 
 
 def test_image_dataset_without_pillow_names_pillow(tmp_path, monkeypatch):

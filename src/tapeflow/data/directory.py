@@ -11,7 +11,7 @@ from ..core.context import context
 from ..dtypes import string
 from ..tracing.function import TensorSpec
 from .dataset import Dataset
-from .images import CHANNELS, load_image
+from .images import CHANNELS, RESIZERS, load_image
 
 __all__ = ["text_dataset_from_directory", "image_dataset_from_directory"]
 
@@ -204,6 +204,9 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
     if color_mode not in CHANNELS:
         raise ValueError(f"`color_mode` must be one of {{\"rgb\", \"rgba\", \"grayscale\"}}. "
                          f"Received: color_mode={color_mode}")
+    if interpolation not in RESIZERS:
+        raise ValueError(f"`interpolation` must be one of {sorted(RESIZERS)} here, got "
+                         f"{interpolation!r}")
     if crop_to_aspect_ratio and pad_to_aspect_ratio:
         raise ValueError("Only one of `crop_to_aspect_ratio` or `pad_to_aspect_ratio` can be "
                          "set to `True`.")

@@ -1,13 +1,13 @@
 """Image files as arrays for ``image_dataset_from_directory``: decoded (Pillow where it is
 installed, any format; otherwise PNG through matplotlib where that can, else an error naming
 Pillow), converted to a colour mode, cropped
-or padded to an aspect ratio, and resized with TensorFlow's bilinear rule (half-pixel
-centres, no antialiasing)."""
+or padded to an aspect ratio, and resized with TensorFlow's bilinear or nearest rule
+(half-pixel centres, no antialiasing)."""
 import os
 
 import numpy as np
 
-__all__ = ["load_image", "CHANNELS"]
+__all__ = ["load_image", "resize_bilinear", "resize_nearest", "CHANNELS"]
 
 CHANNELS = {"grayscale": 1, "rgb": 3, "rgba": 4}
 
@@ -93,16 +93,26 @@ def resize_bilinear(image, height, width):
     return rows[:, left] * (1 - wx)[None, :, None] + rows[:, right] * wx[None, :, None]
 
 
+def resize_nearest(image, height, width):
+    """``tf.image.resize(..., method="nearest")``: half-pixel centres, float32."""
+    rows = np.minimum(((np.arange(height) + 0.5) * image.shape[0] / height).astype(np.int64),
+                      image.shape[0] - 1)
+    cols = np.minimum(((np.arange(width) + 0.5) * image.shape[1] / width).astype(np.int64),
+                      image.shape[1] - 1)
+    return image[rows][:, cols].astype(np.float32)
+
+
+RESIZERS = {"bilinear": resize_bilinear, "nearest": resize_nearest}
+
+
 def load_image(path, image_size, channels, interpolation="bilinear",
                crop_to_aspect_ratio=False, pad_to_aspect_ratio=False):
-    """One image file as float32 (height, width, channels), values 0-255."""
-    if interpolation != "bilinear":
-        raise ValueError(f"image_dataset_from_directory: only interpolation='bilinear' is "
-                         f"supported, got {interpolation!r}")
+    """One image file as float32 (height, width, channels), values 0-255 (``interpolation``
+    a key of ``RESIZERS``)."""
     image = _to_mode(_decode(path), channels)
     height, width = image_size
     if crop_to_aspect_ratio:
         image = _crop_to_aspect(image, height, width)
     elif pad_to_aspect_ratio:
         image = _pad_to_aspect(image, height, width)
-    return resize_bilinear(image, height, width)
+    return RESIZERS[interpolation](image, height, width)
