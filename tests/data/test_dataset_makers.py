@@ -337,6 +337,9 @@ def test_image_values_resize_and_crop(tmp_path):
         str(tmp_path / "one"), image_size=(4, 4), interpolation="nearest", verbose=False)))
     np.testing.assert_array_equal(images.numpy()[0, :, :, 0], [
         [0, 0, 100, 100], [0, 0, 100, 100], [200, 200, 40, 40], [200, 200, 40, 40]])
+    from tapeflow.data.images import resize_nearest
+    three = np.arange(9, dtype=np.float32).reshape(3, 3, 1)   # downsampled: centres 0.75, 2.25
+    np.testing.assert_array_equal(resize_nearest(three, 2, 2)[..., 0], [[0, 2], [6, 8]])
     os.mkdir(tmp_path / "c")
     directory = _image_directory(tmp_path / "c", count=5)
     for flag in ("crop_to_aspect_ratio", "pad_to_aspect_ratio"):
