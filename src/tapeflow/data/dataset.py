@@ -156,9 +156,22 @@ class Dataset(WindowingMixin, PaddingMixin, FoldsMixin, GroupingMixin, Resamplin
         def make():
             for element in self._iterate():
                 yield apply(element)
-        spec, spec_fn = self._spec_via(
+        spec, traced_spec_fn = self._spec_via(
             lambda spec: traced_output_spec(traced, spec if isinstance(spec, tuple) else (spec,)))
-        return Dataset(make, spec, self._cardinality, spec_fn)
+        mapped = Dataset(make, spec, self._cardinality)
+
+        def untraced_spec():
+            """Where the function cannot be traced, the first output's ranks and dtypes with
+            every dimension unknown: its sizes may depend on the values (``tf.fill([x], x)``),
+            and one element cannot say which do."""
+            found = traced_spec_fn() if traced_spec_fn is not None else None
+            if found is not None:
+                return found
+            first = mapped._peek()
+            return None if first is None else nest.map_structure(_any_size, spec_of(first))
+        if spec is None:
+            mapped._spec_fn = untraced_spec
+        return mapped
 
     def filter(self, predicate, name=None):
         """The elements for which ``predicate`` gives True."""
@@ -375,6 +388,12 @@ class Dataset(WindowingMixin, PaddingMixin, FoldsMixin, GroupingMixin, Resamplin
 
     def __repr__(self):
         return f"<Dataset element_spec={self.element_spec}>"
+
+
+def _any_size(spec):
+    if not isinstance(spec, TensorSpec) or spec.shape is None:
+        return spec
+    return TensorSpec((None,) * len(spec.shape), spec.dtype)
 
 
 def _check_unbatchable(specs):
