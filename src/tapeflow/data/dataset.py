@@ -15,81 +15,78 @@ or the same every epoch with ``reshuffle_each_iteration=False``).
 signature and replayed, as TensorFlow does); a function that cannot be traced
 (it needs a tensor's value in Python, say) runs eagerly instead.  ``prefetch``
 and ``num_parallel_calls`` are accepted and do nothing: elements are made on
-demand in the calling thread.
+demand in the calling thread.  The functions of the other transformations
+(``flat_map``, ``scan``, ``group_by_window``, ...) run eagerly, one call per
+element; ``scan`` traces its function once to check it when built.
+
+This module holds the sources and the core transformations; the families
+(windows, padding, folds, grouping, resampling, generators) are mixins, each in
+a module of its own, and element helpers are in ``elements.py``.  A spec that
+needs data to work out (after ``flat_map``, say) is worked out when first asked
+for (``spec_fn``), so building a pipeline reads no data.
 """
 import numpy as np
 
-from .. import backend
 from ..core import nest
 from ..core.context import context
-from ..core.tensor import Tensor, convert_to_tensor
+from ..core.tensor import Tensor
 from ..tracing.function import TensorSpec
+from .elements import (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, as_arrays, as_tensors, call,
+                       min_cardinality, spec_dtype, spec_of, stack, structure_of,
+                       traced_output_spec)
+from .folds import FoldsMixin
+from .generator import GeneratorMixin
+from .grouping import GroupingMixin
+from .padding import PaddingMixin
+from .resampling import ResamplingMixin
+from .windowing import WindowingMixin
 
 __all__ = ["Dataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
 
 AUTOTUNE = -1
-INFINITE_CARDINALITY = -1
-UNKNOWN_CARDINALITY = -2
 
 
-def _leaf_array(value):
-    """A leaf as the pipeline carries it: a numpy array (tensors' conversion rules:
-    Python floats become float32, ints int32)."""
-    if isinstance(value, np.ndarray):
-        return value
-    if isinstance(value, (str, bytes)) or (isinstance(value, (list, tuple)) and value
-                                          and isinstance(value[0], (str, bytes))):
-        return np.asarray(value)
-    return np.asarray(convert_to_tensor(value).numpy())
+class Dataset(WindowingMixin, PaddingMixin, FoldsMixin, GroupingMixin, ResamplingMixin,
+              GeneratorMixin):
+    """A pipeline; make one with ``from_tensor_slices``, ``from_tensors``, ``range`` or
+    ``from_generator``.  The transformation families live in the mixins' modules."""
 
-
-def _structure(value):
-    """A source's components as the pipeline's structure: tuples and dicts are structure,
-    anything else (a list of numbers included, as TensorFlow reads it) one array."""
-    if isinstance(value, dict):
-        return type(value)((k, _structure(v)) for k, v in value.items())
-    if isinstance(value, tuple):
-        items = [_structure(v) for v in value]
-        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
-    return _leaf_array(value)
-
-
-def _as_tensors(element):
-    """The user's view of an element: its numeric arrays as tensors on the current device
-    (the pipeline runs on the host; each element handed out is moved there once)."""
-    return nest.map_structure(
-        lambda a: Tensor(backend.to_device(a)) if isinstance(a, np.ndarray) and a.dtype.kind in "biuf"
-        else a, element)
-
-
-def _as_arrays(element):
-    return nest.map_structure(
-        lambda t: np.asarray(t.numpy()) if isinstance(t, Tensor) else _leaf_array(t), element)
-
-
-def _spec_of(element):
-    return nest.map_structure(lambda a: TensorSpec(a.shape, a.dtype), element)
-
-
-def _call(fn, element):
-    """``fn(*element)`` for a tuple element (TensorFlow unpacks tuples), else ``fn(element)``."""
-    return fn(*element) if isinstance(element, tuple) else fn(element)
-
-
-class Dataset:
-    """A pipeline; make one with ``from_tensor_slices``, ``from_tensors`` or ``range``."""
-
-    def __init__(self, make, spec, cardinality):
+    def __init__(self, make, spec, cardinality, spec_fn=None):
         self._make = make                # () -> an iterator of elements (structures of arrays)
-        self._spec = spec
+        self._spec = spec                # None: not known without running the pipeline
+        self._spec_fn = spec_fn          # () -> the spec, where working it out reads data
         self._cardinality = cardinality
         self._epochs = 0
+
+    def _derive(self, make, spec, cardinality, spec_fn=None):
+        """A dataset made from this one (the mixins build their results through it)."""
+        return Dataset(make, spec, cardinality, spec_fn)
+
+    def _spec_via(self, transform=lambda spec: spec):
+        """``(spec, spec_fn)`` for a dataset whose spec is ``transform`` of this one's: worked
+        out now where this spec is known, else when first asked for."""
+        if self._spec is not None:
+            return transform(self._spec), None
+        return None, lambda: (None if self.element_spec is None else transform(self.element_spec))
+
+    def _same_spec(self, make, cardinality):
+        """A dataset of this one's elements, reordered or fewer (``filter``, ``take``, ...)."""
+        spec, spec_fn = self._spec_via()
+        return Dataset(make, spec, cardinality, spec_fn)
+
+    def apply(self, transformation_func):
+        """``transformation_func(self)``: for ``tf.data.experimental`` transformations."""
+        result = transformation_func(self)
+        if not isinstance(result, Dataset):
+            raise TypeError(f"apply: the transformation must return a Dataset, got "
+                            f"{type(result).__name__}")
+        return result
 
     # --- sources -----------------------------------------------------------------------------------
     @staticmethod
     def from_tensor_slices(tensors, name=None):
         """One element per row of ``tensors`` (every leaf sliced along its first axis)."""
-        structure = _structure(tensors)
+        structure = structure_of(tensors)
         leaves = nest.flatten(structure)
         if not leaves or any(a.ndim == 0 for a in leaves):
             raise ValueError("from_tensor_slices: every component needs a first axis to slice")
@@ -107,8 +104,8 @@ class Dataset:
     @staticmethod
     def from_tensors(tensors, name=None):
         """One element: ``tensors`` whole."""
-        structure = _structure(tensors)
-        return Dataset(lambda: iter([structure]), _spec_of(structure), 1)
+        structure = structure_of(tensors)
+        return Dataset(lambda: iter([structure]), spec_of(structure), 1)
 
     @staticmethod
     def range(*args, dtype="int64", name=None):
@@ -133,8 +130,11 @@ class Dataset:
             iterators = [d._iterate() for d in members]
             for parts in zip(*iterators):
                 yield nest.pack_sequence_as(structure, list(parts))
-        spec = nest.pack_sequence_as(structure, [d._spec for d in members])
-        return Dataset(make, spec, _min_cardinality([d._cardinality for d in members]))
+        n = min_cardinality([d._cardinality for d in members])
+        if all(d._spec is not None for d in members):
+            return Dataset(make, nest.pack_sequence_as(structure, [d._spec for d in members]), n)
+        return Dataset(make, None, n, lambda: nest.pack_sequence_as(
+            structure, [d.element_spec for d in members]))
 
     # --- transformations ---------------------------------------------------------------------------
     def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None):
@@ -145,27 +145,42 @@ class Dataset:
         state = {"eager": False}
 
         def apply(element):
-            tensors = _as_tensors(element)
+            tensors = as_tensors(element)
             if not state["eager"]:
                 try:
-                    return _as_arrays(_call(traced, tensors))
+                    return as_arrays(call(traced, tensors))
                 except TraceError:
                     state["eager"] = True   # needs Python values: run it as Python from now on
-            return _as_arrays(_call(map_func, tensors))
+            return as_arrays(call(map_func, tensors))
 
         def make():
             for element in self._iterate():
                 yield apply(element)
-        return Dataset(make, _traced_spec(traced, self._spec), self._cardinality)
+        spec, traced_spec_fn = self._spec_via(
+            lambda spec: traced_output_spec(traced, spec if isinstance(spec, tuple) else (spec,)))
+        mapped = Dataset(make, spec, self._cardinality)
+
+        def untraced_spec():
+            """Where the function cannot be traced, the first output's ranks and dtypes with
+            every dimension unknown: its sizes may depend on the values (``tf.fill([x], x)``),
+            and one element cannot say which do."""
+            found = traced_spec_fn() if traced_spec_fn is not None else None
+            if found is not None:
+                return found
+            first = mapped._peek()
+            return None if first is None else nest.map_structure(_any_size, spec_of(first))
+        if spec is None:
+            mapped._spec_fn = untraced_spec
+        return mapped
 
     def filter(self, predicate, name=None):
         """The elements for which ``predicate`` gives True."""
         def make():
             for element in self._iterate():
-                keep = _call(predicate, _as_tensors(element))
+                keep = call(predicate, as_tensors(element))
                 if bool(np.asarray(keep.numpy() if isinstance(keep, Tensor) else keep)):
                     yield element
-        return Dataset(make, self._spec, UNKNOWN_CARDINALITY)
+        return self._same_spec(make, UNKNOWN_CARDINALITY)
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True, name=None):
         """Elements drawn at random from a buffer of the next ``buffer_size`` (TensorFlow's
@@ -186,7 +201,7 @@ class Dataset:
                 buffer[i] = element
             while buffer:
                 yield buffer.pop(int(rng.integers(len(buffer))))
-        return Dataset(make, self._spec, self._cardinality)
+        return self._same_spec(make, self._cardinality)
 
     def _shuffle_rng(self, seed, reshuffle):
         epoch = self._epochs
@@ -207,28 +222,39 @@ class Dataset:
             for element in self._iterate():
                 pending.append(element)
                 if len(pending) == batch_size:
-                    yield _stack(pending)
+                    yield stack(pending)
                     pending = []
             if pending and not drop_remainder:
-                yield _stack(pending)
-        spec = None if self._spec is None else nest.map_structure(
+                yield stack(pending)
+        spec, spec_fn = self._spec_via(lambda spec: nest.map_structure(
             lambda s: TensorSpec((batch_size if drop_remainder else None,) + tuple(s.shape),
-                                 s.dtype), self._spec)
+                                 s.dtype), spec))
         n = self._cardinality
         if n >= 0:
             n = n // batch_size if drop_remainder else -(-n // batch_size)
-        return Dataset(make, spec, n)
+        return Dataset(make, spec, n, spec_fn)
 
     def unbatch(self, name=None):
         """The rows of each element, one element each (``batch``'s inverse)."""
+        if self._spec is not None:
+            _check_unbatchable(nest.flatten(self._spec))
         def make():
             for element in self._iterate():
                 leaves = nest.flatten(element)
-                for i in range(leaves[0].shape[0]):
+                if any(a.ndim == 0 for a in leaves):
+                    raise ValueError("unbatch: input element must have a non-scalar value in "
+                                     "each component.")
+                sizes = [a.shape[0] for a in leaves]
+                if any(size != sizes[0] for size in sizes):
+                    wrong = next(i for i, size in enumerate(sizes) if size != sizes[0])
+                    raise ValueError(f"unbatch: input element must have the same batch size in "
+                                     f"each component. Component 0 had size {sizes[0]} but "
+                                     f"component {wrong} had size {sizes[wrong]}.")
+                for i in range(sizes[0]):
                     yield nest.pack_sequence_as(element, [a[i] for a in leaves])
-        spec = None if self._spec is None else nest.map_structure(
-            lambda s: TensorSpec(tuple(s.shape)[1:], s.dtype), self._spec)
-        return Dataset(make, spec, UNKNOWN_CARDINALITY)
+        spec, spec_fn = self._spec_via(lambda spec: nest.map_structure(
+            lambda s: TensorSpec(tuple(s.shape)[1:], s.dtype), spec))
+        return Dataset(make, spec, UNKNOWN_CARDINALITY, spec_fn)
 
     def repeat(self, count=None, name=None):
         """The dataset ``count`` times over (forever for None or -1)."""
@@ -248,7 +274,7 @@ class Dataset:
             n = 0 if self._cardinality == 0 else INFINITE_CARDINALITY
         else:
             n = self._cardinality * count if self._cardinality >= 0 else self._cardinality
-        return Dataset(make, self._spec, n)
+        return self._same_spec(make, n)
 
     def take(self, count, name=None):
         count = int(count)
@@ -263,7 +289,7 @@ class Dataset:
         n = self._cardinality
         if count >= 0:
             n = count if n == INFINITE_CARDINALITY else min(n, count) if n >= 0 else n
-        return Dataset(make, self._spec, n)
+        return self._same_spec(make, n)
 
     def skip(self, count, name=None):
         count = int(count)
@@ -278,7 +304,7 @@ class Dataset:
             n = 0
         elif n >= 0:
             n = max(0, n - count)
-        return Dataset(make, self._spec, n)
+        return self._same_spec(make, n)
 
     def cache(self, filename="", name=None):
         """Keep the elements of the first complete pass in memory and replay them
@@ -297,7 +323,7 @@ class Dataset:
                 seen.append(element)
                 yield element
             store["elements"] = seen
-        return Dataset(make, self._spec, self._cardinality)
+        return self._same_spec(make, self._cardinality)
 
     def prefetch(self, buffer_size, name=None):
         """Accepted for TensorFlow code; elements are made on demand."""
@@ -310,7 +336,7 @@ class Dataset:
         a, b = self._cardinality, dataset._cardinality
         n = a + b if a >= 0 and b >= 0 else (INFINITE_CARDINALITY if INFINITE_CARDINALITY in
                                               (a, b) else UNKNOWN_CARDINALITY)
-        return Dataset(make, self._spec, n)
+        return self._same_spec(make, n)
 
     def enumerate(self, start=0, name=None):
         def make():
@@ -328,7 +354,7 @@ class Dataset:
 
     def __iter__(self):
         for element in self._iterate():
-            yield _as_tensors(element)
+            yield as_tensors(element)
 
     def as_numpy_iterator(self):
         """Elements as numpy arrays (scalars as numpy scalars), as TensorFlow's."""
@@ -339,9 +365,11 @@ class Dataset:
     def element_spec(self):
         """The structure of ``TensorSpec`` of one element (a leading None: a batch whose size
         varies)."""
+        if self._spec is None and self._spec_fn is not None:
+            self._spec = self._spec_fn()
         if self._spec is None:
             first = self._peek()
-            self._spec = None if first is None else _spec_of(first)
+            self._spec = None if first is None else spec_of(first)
         return self._spec
 
     def cardinality(self):
@@ -362,35 +390,18 @@ class Dataset:
         return f"<Dataset element_spec={self.element_spec}>"
 
 
-def _traced_spec(traced, spec):
-    """The element spec after a map, from tracing its function on the input spec (no data
-    read, no random draws); None when it cannot be traced (then ``element_spec`` looks at the
-    first element)."""
-    from ..tracing.tracer import TraceError
-    if spec is None:
-        return None
-    try:
-        concrete = _call(traced.get_concrete_function, spec)
-    except (TraceError, TypeError, ValueError):
-        return None
-    graph = concrete.graph
-    specs = [TensorSpec(*graph.types[v]) for v in graph.outputs]
-    template = concrete._outputs_template
-    if isinstance(template, Tensor):
-        return specs[0]
-    try:
-        return nest.pack_sequence_as(template, specs)
-    except ValueError:
-        return None
+def _any_size(spec):
+    if not isinstance(spec, TensorSpec) or spec.shape is None:
+        return spec
+    return TensorSpec((None,) * len(spec.shape), spec.dtype)
 
 
-def _stack(elements):
-    leaves = [nest.flatten(e) for e in elements]
-    return nest.pack_sequence_as(elements[0], [np.stack(column) for column in zip(*leaves)])
-
-
-def _min_cardinality(values):
-    known = [v for v in values if v >= 0]
-    if known:
-        return min(known)
-    return UNKNOWN_CARDINALITY if UNKNOWN_CARDINALITY in values else INFINITE_CARDINALITY
+def _check_unbatchable(specs):
+    """TensorFlow's build-time checks: no scalar components, no two known first dimensions
+    that differ."""
+    if any(s.shape is not None and len(s.shape) == 0 for s in specs):
+        raise ValueError("unbatch: Cannot unbatch an input with scalar components.")
+    known = {s.shape[0] for s in specs if s.shape is not None and s.shape[0] is not None}
+    if len(known) > 1:
+        raise ValueError(f"unbatch: Cannot unbatch an input whose components have different "
+                         f"batch sizes {sorted(known)}.")
