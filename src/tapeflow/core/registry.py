@@ -57,21 +57,24 @@ class Primitive:
     """A named op: its forward in array code and how many outputs it makes.
 
     ``stateful`` ops (random draws) give new results at every run: a traced graph
-    never folds, merges or drops them.  ``specialize(in_types, attrs)``, when an op
+    never folds, merges or drops them.  ``effect`` ops (assertions) are run for what they
+    do (raise): a graph never folds, merges or drops them either, but they compute the
+    same thing at every run, so a gradient may run them again.  ``specialize(in_types, attrs)``, when an op
     module sets it, returns a kernel for inputs of known (shape, dtype) that computes
     exactly what ``forward`` does, with less dispatch (or None): compiled graphs use it.
     It may return an ``Inline`` expression instead, which a compiled graph writes in
     place of a call.
     """
 
-    __slots__ = ("name", "forward", "num_outputs", "origin", "stateful", "specialize")
+    __slots__ = ("name", "forward", "num_outputs", "origin", "stateful", "effect", "specialize")
 
-    def __init__(self, name, forward, num_outputs=1, stateful=False):
+    def __init__(self, name, forward, num_outputs=1, stateful=False, effect=False):
         self.name = name
         self.forward = forward
         self.num_outputs = num_outputs
         self.origin = _origin(forward)
         self.stateful = stateful
+        self.effect = effect
         self.specialize = None
 
     def gradient_rule(self, attrs=None):
@@ -102,12 +105,12 @@ def _origin(fn):
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
-def def_primitive(name, forward, num_outputs=1, stateful=False):
+def def_primitive(name, forward, num_outputs=1, stateful=False, effect=False):
     """Register a primitive op; the same name from different code is an error."""
     existing = _PRIMITIVES.get(name)
     if existing is not None and existing.origin != _origin(forward):
         raise ValueError(f"An op named '{name}' is already registered by {existing.origin}")
-    op = _PRIMITIVES[name] = Primitive(name, forward, num_outputs, stateful)
+    op = _PRIMITIVES[name] = Primitive(name, forward, num_outputs, stateful, effect)
     return op
 
 

@@ -155,6 +155,8 @@ def compile_graph(graph, tensors=False, xp=np):
             call = f"k{k}({', '.join(operands)})"
         if e.op.num_outputs == 1:
             lines.append(f"v{e.outputs[0]} = {call}")
+        elif not e.outputs:  # an assertion: run for its effect
+            lines.append(call)
         else:
             lines.append(f"{', '.join(f'v{o}' for o in e.outputs)}{',' if len(e.outputs) == 1 else ''} = {call}")
     wrap = "Tensor({})" if tensors else "{}"
