@@ -379,10 +379,17 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         return _eager_while(cond, body, structure, spread, maximum_iterations)
     maximum_iterations = _static_int(maximum_iterations)
     carried = []
-    for _ in range(8):  # retrace once more for each Variable the body turns out to assign
+    # Retrace once more for each Variable the body turns out to assign, and for loop variables
+    # that take their type from the body (a TensorArray's element shape, from its first write).
+    for _ in range(8):
         c_tr, c_res, c_flat = _trace("while_cond", cond, flat, trace, structure, carried,
                                      assignable=False)
         b_tr, b_res, b_flat = _trace("while_body", body, flat, trace, structure, carried)
+        refined = nest.refine_composites(structure, _one_var_body(structure, b_res, b_flat)[0])
+        if refined is not None:
+            flat = [_as_tensor(v) for v in nest.flatten(refined)]
+            structure = nest.pack_sequence_as(refined, flat)
+            continue
         new = [v for v in _assigned([b_tr]) if all(v is not w for w in carried)]
         if not new:
             break
@@ -427,9 +434,18 @@ def _eager_while(cond, body, state, spread, maximum_iterations):
         new, _ = _one_var_body(state, new, None)
         _check_structure("tf.while_loop", "loop_vars", _as_list(state), "body", _as_list(new))
         flat = [_as_tensor(v) for v in nest.flatten(new)]
-        state = nest.pack_sequence_as(state, flat)
+        # the body's values (its TensorArrays too) in the loop variables' containers
+        state = nest.pack_sequence_as(_containers_of(state, new), flat)
         i += 1
     return state
+
+
+def _containers_of(state, new):
+    """``new`` in ``state``'s top-level container: a body may return a tuple for a list."""
+    if isinstance(state, (list, tuple)) and not hasattr(state, "_fields") and \
+            type(new) is not type(state):
+        return type(state)(new)
+    return new
 
 
 def _static_int(n):

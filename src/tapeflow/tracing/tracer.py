@@ -24,9 +24,9 @@ from ..core.context import context
 from ..core.tensor import Tensor, Variable, convert_to_tensor, lift
 from ..ops.arithmetic import add, subtract
 from ..ops.shape import reshape
-from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph
+from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph, is_effect
 
-__all__ = ["TraceError", "Abstract", "SymbolicTensor", "Tracer", "tracing"]
+__all__ = ["TraceError", "Abstract", "SymbolicTensor", "Tracer", "tracing", "known_value"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -142,6 +142,23 @@ class SymbolicTensor(Tensor):
         return (f"<tf.Tensor (traced) shape={self._value.shape}, dtype={self._value.dtype.name}>")
 
     __str__ = __repr__
+
+
+def known_value(t):
+    """The value of ``t`` if it is known now: an eager tensor's, or a traced one's computed from
+    constants only (``tf.shape(x)[0]``: shapes are constants in a trace); else None."""
+    if t.__class__ is not SymbolicTensor:
+        return t._value
+    graph = t._tracer.graph
+    needed = {t._vid}
+    for e in reversed(graph.eqns):
+        if needed.intersection(e.outputs):
+            if e.op is READ or is_effect(e.op) or e.op is CUSTOM_GRADIENT:
+                return None
+            needed.update(e.inputs)
+    if needed.difference(graph.consts, *[e.outputs for e in graph.eqns]):
+        return None  # an argument or a captured value of the function
+    return t._example
 
 
 class Tracer:
