@@ -57,6 +57,16 @@ def _describe(t):
     return f"(shape={tuple(t._value.shape)} dtype={t.dtype.name})"
 
 
+def _broadcastable(x, y):
+    """TensorFlow's error for operands that do not broadcast, before any op is built."""
+    a, b = tuple(x._value.shape), tuple(y._value.shape)
+    try:
+        np.broadcast_shapes(a, b)
+    except ValueError:
+        raise ValueError(f"Incompatible shapes: [{','.join(map(str, a))}] vs. "
+                         f"[{','.join(map(str, b))}]") from None
+
+
 def _check(condition, default_data, data, summarize, message):
     if data is None:
         data = ([message] if message else []) + default_data
@@ -70,6 +80,7 @@ def _check(condition, default_data, data, summarize, message):
 def _binary(symbol, compare):
     def check(x, y, data=None, summarize=None, message=None, name=None):
         x, y = _tensor(x), _tensor(y)
+        _broadcastable(x, y)
         default = [f"Condition x {symbol} y did not hold element-wise:",
                    f"x {_describe(x)} = ", x, f"y {_describe(y)} = ", y]
         _check(compare(x, y), default, data, summarize, message)
@@ -112,6 +123,7 @@ def assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=N
     x, y = _tensor(x), _tensor(y)
     if np.dtype(x._value.dtype).kind not in "fc":
         raise TypeError(f"assert_near takes floating-point tensors, got {x.dtype.name}")
+    _broadcastable(x, y)
     eps = float(np.finfo(x._value.dtype).eps)
     rtol = 10 * eps if rtol is None else rtol
     atol = 10 * eps if atol is None else atol
@@ -162,6 +174,7 @@ def assert_shapes(shapes, data=None, summarize=None, message=None, name=None):
     pairs = list(shapes.items()) if isinstance(shapes, dict) else list(shapes)
     symbols = {}  # symbol -> (size, tensor index, dimension)
     for k, (tensor, spec) in enumerate(pairs):
+        tensor = tensor.deref() if hasattr(tensor, "deref") else tensor  # {x.ref(): shape}
         actual = tuple(_tensor(tensor)._value.shape) or (1,)
         spec = list(spec)
         inner = bool(spec) and (spec[0] is Ellipsis or spec[0] == "*")

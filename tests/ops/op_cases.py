@@ -1423,6 +1423,12 @@ def _map_fn_spec(draw):
     return {}, [s, s[1:]]
 
 
+case("check_numerics", "CheckNumerics",
+     lambda x: tf.debugging.check_numerics(x * x, "finite") * x, unary(),
+     note="the identity, its cotangent checked in turn (CheckNumerics again)")
+case("traced_check_numerics", "CheckNumerics",
+     lambda x: tf.function(lambda a: tf.debugging.check_numerics(tf.sin(a), "finite") * a)(x),
+     unary(), note="kept in the traced graph (an effect op) and differentiated through it")
 case("cond", "If", _traced_cond, _cond_spec, note="both branches, chosen at run time")
 case("while_loop", "While", _traced_while, _while_spec,
      note="trip count an argument: 0 to 3 steps, the body captures x")
@@ -1474,6 +1480,11 @@ def _check_class_indices(x):
     from tapeflow.core.dispatch import apply
     from tapeflow.ops.nn import CHECK_CLASS_INDICES
     return apply(CHECK_CLASS_INDICES, (tf.math.floor(tf.abs(x)),), {"depth": 3})
+
+
+def _asserted_zeros(x):
+    tf.Assert(tf.reduce_all(x > -10.0), [x])
+    return tf.zeros_like(x)
 
 
 def _metric_values(x):
@@ -1580,6 +1591,9 @@ NON_DIFFERENTIABLE = {
                              "sparse crossentropy's label check in a traced step: the labels pass "
                              "through (or it raises); class indices have no derivative",
                              lambda x: _check_class_indices(x)),
+    "Assert": _nd("not_differentiable", "tf.Assert / tf.debugging's check: it has no outputs, "
+                  "so nothing flows through it; registered NotDifferentiable",
+                  lambda x: _asserted_zeros(x)),
     "MPIAllReduceSum": _nd("not_differentiable", "MPIStrategy's sum of a step's packed gradients "
                            "over the ranks (a collective): registered NotDifferentiable",
                            lambda x: _optimizer_op("MPIAllReduceSum", x, 0.5,
