@@ -32,7 +32,7 @@ from .core.tensor import Tensor, TensorShape, convert_to_tensor
 from .dtypes import as_dtype
 from .errors import InvalidArgumentError
 from .ops import assertion
-from .ops.arithmetic import equal, greater_equal, less, logical_and
+from .ops.arithmetic import equal, greater_equal, less, logical_and, maximum, minimum
 from .ops.creation import range_, zeros
 from .ops.elementwise import identity
 from .ops.shape import concat, expand_dims, gather, reshape, split, stack, unstack, where
@@ -240,9 +240,12 @@ class TensorArray(nest.Composite):
 
     def _check_in_range(self, index, verb, n):
         ok = logical_and(greater_equal(index, 0), less(index, n))
-        what = "resizeable inside a traced loop" if self._dynamic_size else "resizeable"
-        assertion.assert_that(ok, ["Tried to", verb, "index", None,
-                                   f"but array is not {what} and size is: {n}"], [index])
+        if verb == "write to":
+            what = "resizeable inside a traced loop" if self._dynamic_size else "resizeable"
+            tail = f"but array is not {what} and size is: {n}"
+        else:
+            tail = f"but array size is: {n}"
+        assertion.assert_that(ok, ["Tried to", verb, "index", None, tail], [index])
 
     def unstack(self, value, name=None):
         """The rows of ``value`` as the elements (the array's size becomes their number)."""
@@ -309,18 +312,20 @@ class TensorArray(nest.Composite):
         if at >= len(self._elements):
             raise InvalidArgumentError(None, None, f"Tried to read from index {at} but array "
                                                    f"size is: {len(self._elements)}")
-        value = self._element(at)
+        value = self._element(at, reading=True)
         if self._clear_after_read and context().trace is None:
             # TensorFlow's eager TensorArray forgets what was read (this object, not its copies)
             self._elements[at] = None
             self._cleared = self._cleared | {at}
         return identity(value)
 
-    def _element(self, at):
+    def _element(self, at, reading=False):
+        """Element ``at``, zeros where none was written (``reading``: read() of a cleared one
+        raises, as TensorFlow's; stack, gather and concat zero-fill it)."""
         value = self._elements[at]
         if value is not None:
             return value
-        if at in self._cleared:
+        if reading and at in self._cleared:
             raise InvalidArgumentError(
                 None, None, f"Could not read index {at} twice because it was cleared after a "
                             f"previous read (perhaps try setting clear_after_read = false?)")
@@ -338,6 +343,9 @@ class TensorArray(nest.Composite):
         index = _int_tensor(index)
         if at is None:
             self._check_in_range(index, "read from", n)
+            # the check raises when the graph runs; the clip keeps trace-time examples (a
+            # branch not taken, a loop's first state) from failing the gather before that
+            index = minimum(maximum(index, 0), max(n - 1, 0))
         return gather(self._buffer, index)
 
     def stack(self, name=None):
@@ -357,6 +365,10 @@ class TensorArray(nest.Composite):
             buffered = self._buffered(None)
             indices = indices if isinstance(indices, Tensor) else \
                 convert_to_tensor(np.asarray(indices, dtype=np.int32))
+            n = buffered._size
+            if _known(indices) is None:
+                buffered._check_in_range(indices, "read from", n)
+                indices = minimum(maximum(indices, 0), max(n - 1, 0))
             return gather(buffered._buffer, indices)
         at = np.asarray(_known(indices) if isinstance(indices, Tensor) else indices)
         for i in at.reshape(-1):

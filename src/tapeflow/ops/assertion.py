@@ -33,7 +33,10 @@ def describe_data(template, tensors, summarize):
 
 
 def _summary(array, summarize):
-    flat = np.asarray(backend.to_host(array)).reshape(-1)
+    host = np.asarray(backend.to_host(array))
+    if host.ndim == 0:
+        return str(host.item())
+    flat = host.reshape(-1)
     shown = flat if summarize is None or summarize < 0 else flat[:summarize]
     text = np.array2string(shown, separator=" ", threshold=max(shown.size, 1))
     if shown.size < flat.size:
