@@ -275,3 +275,15 @@ def test_errors_module():
     assert err.error_code == tf.errors.INVALID_ARGUMENT == 3
     assert tf.errors.OutOfRangeError(None, None, "end").error_code == tf.errors.OUT_OF_RANGE == 11
     assert err.node_def is None and err.op is None
+
+
+def test_a_saved_function_keeps_its_assertion(tmp_path):
+    module = tf.Module()
+    module.f = tf.function(lambda x: (tf.debugging.assert_non_negative(x, message="negative"),
+                                      tf.sqrt(x))[1],
+                           input_signature=[tf.TensorSpec([2], "float32")])
+    tf.saved_model.save(module, tmp_path / "m")
+    loaded = tf.saved_model.load(tmp_path / "m")
+    assert loaded.f(tf.constant([4.0, 9.0])).numpy().tolist() == [2.0, 3.0]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="negative"):
+        loaded.f(tf.constant([4.0, -9.0]))
