@@ -287,3 +287,14 @@ def test_a_saved_function_keeps_its_assertion(tmp_path):
     assert loaded.f(tf.constant([4.0, 9.0])).numpy().tolist() == [2.0, 3.0]
     with pytest.raises(tf.errors.InvalidArgumentError, match="negative"):
         loaded.f(tf.constant([4.0, -9.0]))
+
+
+def test_a_branch_that_only_asserts_still_runs():
+    @tf.function
+    def f(x, strict):
+        tf.cond(strict, lambda: tf.debugging.assert_positive(x, message="strict"), lambda: None)
+        return x + 1.0
+
+    assert float(f(tf.constant(-1.0), tf.constant(False))) == 0.0
+    with pytest.raises(tf.errors.InvalidArgumentError, match="strict"):
+        f(tf.constant(-1.0), tf.constant(True))

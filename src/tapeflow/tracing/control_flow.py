@@ -57,7 +57,7 @@ from ..ops.creation import zeros_on
 from ..ops.reduce import reduce_sum
 from ..ops.shape import cast, reshape, stack
 from .compiler import _apply_custom, _graph_gradient, compile_graph, optimize
-from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Graph
+from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Graph, is_effect
 from .tracer import SymbolicTensor, TraceError, Tracer, tracing
 
 __all__ = ["cond", "while_loop", "map_fn", "graph_vjp"]
@@ -130,10 +130,12 @@ def _as_tensor(x):
     return x if isinstance(x, Tensor) else convert_to_tensor(x)
 
 
-def _trace(name, fn, args, parent, structure=None, carried=(), assignable=True):
+def _trace(name, fn, args, parent, structure=None, carried=(), assignable=True,
+           may_return_none=False):
     """Trace ``fn`` on placeholders shaped like ``args`` (Tensors) into a nested tracer.
 
     ``carried`` Variables get placeholders too (after ``args``): reads inside see them.
+    ``may_return_none``: ``fn`` may return None, nothing (a branch run for its assertions).
     Returns (tracer, result structure, flat result tensors).
     """
     tracer = _NestedTracer(name, parent, assignable)
@@ -147,7 +149,7 @@ def _trace(name, fn, args, parent, structure=None, carried=(), assignable=True):
         else:
             packed = nest.pack_sequence_as(structure, placeholders)
             result = fn(*packed) if isinstance(structure, (list, tuple)) else fn(packed)
-        flat = nest.flatten(result)
+        flat = [] if result is None and may_return_none else nest.flatten(result)
         for r in flat:
             if r is None:
                 raise TypeError(f"{name} returned None in {result!r}: return tensors")
@@ -284,18 +286,23 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     if ex.dtype != np.bool_ or ex.ndim != 0:
         raise TypeError(f"tf.cond: pred must be a scalar bool tensor, got "
                         f"{_describe(ex.shape, ex.dtype)}")
-    t_tr, t_res, t_flat = _trace("cond_true", true_fn, (), trace)
-    f_tr, f_res, f_flat = _trace("cond_false", false_fn, (), trace)
+    t_tr, t_res, t_flat = _trace("cond_true", true_fn, (), trace, may_return_none=True)
+    f_tr, f_res, f_flat = _trace("cond_false", false_fn, (), trace, may_return_none=True)
     _check_same("tf.cond", "true_fn", t_res, t_flat, "false_fn", f_res, f_flat)
     assigned = _assigned([t_tr, f_tr])
     t_out = t_flat + [t_tr.read(v) for v in assigned]
     f_out = f_flat + [f_tr.read(v) for v in assigned]
-    if not t_out:
-        return t_res   # nothing returned, nothing assigned: nothing to run
+    if not t_out and not _has_effects([t_tr, f_tr]):
+        return t_res   # nothing returned, assigned or asserted: nothing to run
     caps, (then_g, else_g) = _finish([t_tr, f_tr], [0, 0], [t_out, f_out])
     outs = _emit(IF, [pred] + caps, {"then_branch": then_g, "else_branch": else_g})
     _assign_after(assigned, outs[len(t_flat):])
-    return nest.pack_sequence_as(t_res, outs[:len(t_flat)])
+    return None if t_res is None else nest.pack_sequence_as(t_res, outs[:len(t_flat)])
+
+
+def _has_effects(tracers):
+    """Whether a nested graph runs an effect op (an assertion) that its equation must keep."""
+    return any(is_effect(e.op) for tr in tracers for e in tr.graph.eqns)
 
 
 def _structure(result):
