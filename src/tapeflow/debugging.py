@@ -12,6 +12,7 @@ a traced tapeflow program runs its equations in order, so nothing needs it).
 import numpy as np
 
 from .core.tensor import Tensor, convert_to_tensor
+from .dtypes import as_dtype
 from .ops import assertion
 from .ops.arithmetic import (
     abs_, add, equal, greater, greater_equal, less, less_equal, multiply, not_equal, subtract,
@@ -22,7 +23,8 @@ __all__ = [
     "Assert", "assert_equal", "assert_none_equal", "assert_less", "assert_less_equal",
     "assert_greater", "assert_greater_equal", "assert_near", "assert_negative",
     "assert_positive", "assert_non_negative", "assert_non_positive", "assert_rank",
-    "assert_rank_at_least", "assert_shapes", "assert_all_finite", "check_numerics",
+    "assert_rank_at_least", "assert_rank_in", "assert_shapes", "assert_scalar", "assert_type",
+    "assert_integer", "assert_all_finite", "check_numerics",
 ]
 
 _SUMMARIZE = 3  # TensorFlow's default number of entries printed per tensor
@@ -164,6 +166,35 @@ def assert_rank_at_least(x, rank, message=None, name=None):
     if got < rank:
         raise ValueError(f"{_prefix(message)}Tensor x must have rank at least {rank}.  Received "
                          f"rank {got}, shape {tuple(x._value.shape)}")
+
+
+def assert_rank_in(x, ranks, message=None, name=None):
+    x = _tensor(x)
+    ranks = tuple(_static_int(r, "assert_rank_in: ranks") for r in ranks)
+    if x._value.ndim not in ranks:
+        raise ValueError(f"{_prefix(message)}Tensor x must have rank in {ranks}.  Received rank "
+                         f"{x._value.ndim}, shape {tuple(x._value.shape)}")
+
+
+def assert_scalar(tensor, message=None, name=None):
+    tensor = _tensor(tensor)
+    if tensor._value.ndim != 0:
+        raise ValueError(f"{_prefix(message)}Expected scalar shape, saw shape: "
+                         f"{tuple(tensor._value.shape)}.")
+
+
+def assert_type(tensor, tf_type, message=None, name=None):
+    want = as_dtype(tf_type)
+    got = _tensor(tensor).dtype
+    if got != want:
+        raise TypeError(f"{_prefix(message)}Tensor must be of type tf.{want.name}; "
+                        f"got tf.{got.name}")
+
+
+def assert_integer(x, message=None, name=None):
+    got = _tensor(x).dtype
+    if not got.is_integer:
+        raise TypeError(f"{_prefix(message)}Expected integer type, got tf.{got.name}")
 
 
 def assert_shapes(shapes, data=None, summarize=None, message=None, name=None):

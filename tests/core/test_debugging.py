@@ -298,3 +298,20 @@ def test_a_branch_that_only_asserts_still_runs():
     assert float(f(tf.constant(-1.0), tf.constant(False))) == 0.0
     with pytest.raises(tf.errors.InvalidArgumentError, match="strict"):
         f(tf.constant(-1.0), tf.constant(True))
+
+
+def test_static_type_and_rank_checks():
+    # TF: check_ops_test.py::AssertRankInTest, AssertScalarTest, AssertTypeTest,
+    # AssertIntegerTest (their static cases)
+    tf.debugging.assert_rank_in(tf.constant([1, 2]), (0, 1))
+    with pytest.raises(ValueError, match=r"rank in \(0, 2\)"):
+        tf.debugging.assert_rank_in(tf.constant([1, 2]), (0, 2))
+    tf.debugging.assert_scalar(tf.constant(3.0))
+    with pytest.raises(ValueError, match=r"Expected scalar shape, saw shape: \(2,\)"):
+        tf.debugging.assert_scalar(tf.constant([1, 2]))
+    tf.debugging.assert_type(tf.constant(1.0), tf.float32)
+    with pytest.raises(TypeError, match="must be of type tf.float32; got tf.int32"):
+        tf.debugging.assert_type(tf.constant(1), tf.float32)
+    tf.debugging.assert_integer(tf.constant(1))
+    with pytest.raises(TypeError, match="Expected integer type"):
+        tf.debugging.assert_integer(tf.constant(1.0))

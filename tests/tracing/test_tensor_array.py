@@ -600,3 +600,10 @@ def test_size_from_a_traced_shape_and_refusals():
         tf.function(lambda x: tf.TensorArray(tf.float32, size=tf.reduce_sum(x)))(tf.constant(2))
     with pytest.raises(NotImplementedError, match="TensorFlow 1"):
         tf.TensorArray(tf.float32, size=1).grad("grad")
+
+
+def test_a_tensor_array_argument_of_a_function_is_refused():
+    # its elements would become constants of the graph, silently reused for the next array
+    f = tf.function(lambda ta: ta.stack())
+    with pytest.raises(TypeError, match="TensorArray cannot be an argument of a tf.function"):
+        f(tf.TensorArray(tf.float32, size=1).write(0, 1.0))

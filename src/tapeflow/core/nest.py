@@ -7,7 +7,7 @@ a loop variable of ``tf.while_loop`` or a result of ``tf.cond``.
 """
 
 __all__ = ["Composite", "flatten", "pack_sequence_as", "map_structure", "structure_key",
-           "refine_composites"]
+           "refine_composites", "find_composite"]
 
 
 class Composite:
@@ -107,6 +107,20 @@ def structure_key(structure):
         return type(structure), tuple(structure_key(x) for x in structure)
     if isinstance(structure, Composite):
         return type(structure), structure._structure_key()
+    return None
+
+
+def find_composite(structure):
+    """The first Composite inside ``structure``, or None."""
+    stack = [structure]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Composite):
+            return x
+        if isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
     return None
 
 

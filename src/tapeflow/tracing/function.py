@@ -172,6 +172,11 @@ class Function:
             args = self._check_signature(args, kwargs)
             kwargs = {}
         structure = (args, kwargs)
+        composite = nest.find_composite(structure)
+        if composite is not None:
+            raise TypeError(f"{self._name}: a {type(composite).__name__} cannot be an argument of "
+                            "a tf.function here; make it inside the function, or pass its "
+                            "tensors (TensorArray.stack())")
         leaves = nest.flatten(structure)
         key, tensors, shapes = self._key(structure, leaves)
         concrete = self._cache.get(key)
