@@ -166,7 +166,7 @@ class TensorArray(nest.Composite):
                                   "take gradients with tf.GradientTape")
 
     # --- writing ---------------------------------------------------------------------------
-    def _value(self, value, what):
+    def _checked_value(self, value, what):
         if isinstance(value, Tensor):
             if value._value.dtype != self._dtype.as_numpy_dtype:
                 raise InvalidArgumentError(
@@ -191,38 +191,35 @@ class TensorArray(nest.Composite):
 
     def write(self, index, value, name=None):
         """A TensorArray with ``value`` at ``index`` (this one is left as it was)."""
-        value = self._value(value, "write")
+        value = self._checked_value(value, "write")
         at = _static_index(index, "write")
         if at is None or self._elements is None:
             return self._buffered(value._value.shape)._write_row(index, at, value)
-        if at < 0:
-            raise InvalidArgumentError(None, None, f"Writing to negative indices (index {at}) "
-                                                   f"is not allowed.")
+        self._check_write_index(at)
         shape = self._merged_shape(value._value.shape)
         elements = list(self._elements)
         if at >= len(elements):
-            if not self._dynamic_size:
-                raise InvalidArgumentError(
-                    None, None, f"Tried to write to index {at} but array is not resizeable and "
-                                f"size is: {len(elements)}")
             elements.extend([None] * (at + 1 - len(elements)))
         elements[at] = value
         return self._copy(elements=elements, element_shape=shape, size=len(elements),
                           cleared=self._cleared - {at})
+
+    def _check_write_index(self, at):
+        """TensorFlow's errors for a write at known index ``at`` the array cannot take."""
+        if at < 0:
+            raise InvalidArgumentError(None, None, f"Writing to negative indices (index {at}) "
+                                                   f"is not allowed.")
+        if at >= self._size and not self._dynamic_size:
+            raise InvalidArgumentError(None, None, f"Tried to write to index {at} but array is "
+                                                   f"not resizeable and size is: {self._size}")
 
     def _write_row(self, index, at, value):
         """Buffer form: ``value`` into row ``index`` (``at`` when known)."""
         self._merged_shape(value._value.shape)
         n = self._size
         if at is not None:
-            if at < 0:
-                raise InvalidArgumentError(None, None, f"Writing to negative indices (index "
-                                                       f"{at}) is not allowed.")
-            if at >= n:
-                if not self._dynamic_size:
-                    raise InvalidArgumentError(
-                        None, None, f"Tried to write to index {at} but array is not resizeable "
-                                    f"and size is: {n}")
+            self._check_write_index(at)
+            if at >= n:  # dynamic_size, at an index known now: the buffer grows
                 grown = zeros((at + 1 - n,) + tuple(value._value.shape), self._dtype)
                 return self._copy(buffer=concat([self._buffer, grown], 0),
                                   size=at + 1)._write_row(index, at, value)
@@ -249,7 +246,7 @@ class TensorArray(nest.Composite):
 
     def unstack(self, value, name=None):
         """The rows of ``value`` as the elements (the array's size becomes their number)."""
-        value = self._value(value, "write")
+        value = self._checked_value(value, "write")
         if value._value.ndim == 0:
             raise ValueError("TensorArray.unstack takes a tensor of rank 1 at least, got a scalar")
         n = value._value.shape[0]
@@ -264,7 +261,7 @@ class TensorArray(nest.Composite):
 
     def scatter(self, indices, value, name=None):
         """``value[k]`` written at ``indices[k]`` for each k."""
-        value = self._value(value, "write")
+        value = self._checked_value(value, "write")
         if isinstance(indices, Tensor) and _known(indices) is None:
             rows = [indices[k] for k in range(indices._value.shape[0])]
         else:
@@ -280,7 +277,7 @@ class TensorArray(nest.Composite):
 
     def split(self, value, lengths, name=None):
         """Consecutive pieces of ``value`` (along axis 0) of the given ``lengths`` as elements."""
-        value = self._value(value, "write")
+        value = self._checked_value(value, "write")
         lengths = [int(n) for n in np.asarray(
             _known(lengths) if isinstance(lengths, Tensor) else lengths).reshape(-1)]
         if value._value.ndim == 0:
