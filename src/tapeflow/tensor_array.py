@@ -440,6 +440,8 @@ class TensorArray(nest.Composite):
                     self._elements is None or all(e is None for e in self._elements)):
                 return []  # nothing known yet: the loop's body will tell (``_refine``)
             buffered = self._buffered(None)
+            if not self._traced:  # an eager array used in a trace stays eager outside it
+                return [buffered._buffer]
             # made once: later flattenings (a function's outputs) give the same tensor
             self._elements, self._buffer = None, buffered._buffer
             self._element_shape, self._cleared = buffered._element_shape, frozenset()

@@ -10,7 +10,7 @@ import pytest
 
 import tapeflow as tf
 from tests.ops.gradcheck import check_grads
-from tests.tracing.helpers import assert_same, derivatives
+from tests.tracing.helpers import assert_same, derivatives, derivatives_inside
 
 
 def _eager(fn, *args):
@@ -568,6 +568,7 @@ def test_traced_and_eager_derivatives_agree():
     args = [tf.constant([0.3, -0.7], tf.float64), tf.constant([0.9, 0.2], tf.float64)]
     eager = derivatives(_loop_product, args)
     assert_same(derivatives(tf.function(_loop_product), args), eager)
+    assert_same(derivatives_inside(_loop_product, args), eager)  # tapes inside the trace
 
 
 # --- as a value: tf.cond, tf.function results -------------------------------------------------
@@ -607,3 +608,17 @@ def test_a_tensor_array_argument_of_a_function_is_refused():
     f = tf.function(lambda ta: ta.stack())
     with pytest.raises(TypeError, match="TensorArray cannot be an argument of a tf.function"):
         f(tf.TensorArray(tf.float32, size=1).write(0, 1.0))
+
+
+def test_an_eager_array_as_a_traced_loop_variable_stays_eager():
+    ta = tf.TensorArray(tf.float32, size=3).write(0, tf.constant([1.0, 2.0]))
+
+    @tf.function
+    def fill():
+        _, out = tf.while_loop(lambda i, t: i < 3,
+                               lambda i, t: (i + 1, t.write(i, tf.ones([2]) * tf.cast(i, tf.float32))),
+                               [tf.constant(1), ta])
+        return out.stack()
+
+    assert fill().numpy().tolist() == [[1.0, 2.0], [1.0, 1.0], [2.0, 2.0]]
+    assert ta.read(0).numpy().tolist() == [1.0, 2.0]
