@@ -65,6 +65,8 @@ from .ops.special import acosh, atan2  # noqa: F401
 from .printing import print_v2 as print  # noqa: F401, A001 - TensorFlow's name
 # --- end of the top-level TensorFlow names block -----------------------------------------------
 
+newaxis = None  # tf.newaxis: x[tf.newaxis, i] adds an axis, as numpy's None does
+
 __version__ = "0.1.0"
 
 

@@ -39,11 +39,35 @@ def grad_pass_through(f):
 def recompute_grad(f):
     """``f`` whose intermediates are recomputed in the backward pass instead of stored.
 
-    ``f(*args, **kwargs)`` returns a tensor or a structure of tensors; ``args`` are
+    ``f(*args, **kwargs)`` returns a tensor or a structure of tensors; the tensors in
+    ``args`` (which may be lists, tuples or dicts of them, as TensorFlow allows) are
     differentiated, ``kwargs`` are not.  Trainable Variables ``f`` reads get their
     gradients too.  ``f`` should compute the same thing when run again: random ops
     inside it draw anew (pass the randomness in as an argument to keep it).
     """
+    flat = _recompute_flat(f)
+
+    @functools.wraps(f)
+    def recomputed(*args, **kwargs):
+        if all(isinstance(a, Tensor) for a in args):
+            return flat(*args, **kwargs)
+        leaves = nest.flatten(args)
+        where = [k for k, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
+
+        def on_leaves(*tensors, **kw):  # f again, on the structure it was called with
+            filled = list(leaves)
+            for k, t in zip(where, tensors):
+                filled[k] = t
+            return f(*nest.pack_sequence_as(args, filled), **kw)
+
+        on_leaves.__name__ = getattr(f, "__name__", "f")
+        return _recompute_flat(on_leaves)(*[leaves[k] for k in where], **kwargs)
+
+    return recomputed
+
+
+def _recompute_flat(f):
+    """recompute_grad for an ``f`` whose positional arguments are tensors."""
     @custom_gradient
     def _recomputed(*args, **kwargs):
         with paused_tapes():  # record nothing: f's intermediates die here
@@ -55,7 +79,7 @@ def recompute_grad(f):
             # The vector-Jacobian product is itself a recomputed function of (args, dys): a tape
             # recording this backward pass sees one node from them, and differentiating it again
             # re-runs f once more (to any order).
-            vjp = recompute_grad(_vjp_of(f, kwargs, floats, variables))
+            vjp = _recompute_flat(_vjp_of(f, kwargs, floats, variables))
             grads = nest.flatten(vjp(*args, *dys))
             grads = iter(grads)
             input_grads = [next(grads) if is_float else None for is_float in floats]

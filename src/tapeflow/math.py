@@ -21,7 +21,8 @@ from .ops.segment import (  # noqa: F401
     unsorted_segment_mean, unsorted_segment_min, unsorted_segment_sum,
 )
 from .ops.special import (  # noqa: F401
-    acosh, atan2, divide_no_nan, multiply_no_nan, reduce_euclidean_norm, xdivy, xlog1py, xlogy,
+    acosh, atan2, divide_no_nan, multiply_no_nan, nextafter, reduce_euclidean_norm, xdivy, xlog1py,
+    xlogy,
 )
 
 truediv = divide

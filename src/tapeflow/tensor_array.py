@@ -36,15 +36,17 @@ from .ops.arithmetic import equal, greater_equal, less, logical_and, maximum, mi
 from .ops.creation import range_, zeros
 from .ops.elementwise import identity
 from .ops.shape import concat, expand_dims, gather, reshape, split, stack, unstack, where
-from .tracing.tracer import known_value
+from .tracing.tracer import SymbolicTensor
 
 __all__ = ["TensorArray"]
 
 
 def _known(t):
-    """The value of tensor ``t`` on the host if known now (see ``known_value``), else None."""
-    value = known_value(t)
-    return None if value is None else np.asarray(backend.to_host(value))
+    """The value of tensor ``t`` on the host if known now (eagerly, or integer work on sizes,
+    which a trace folds: ``tf.shape(x)[0]``), else None."""
+    if t.__class__ is SymbolicTensor:
+        return None
+    return np.asarray(backend.to_host(t._value))
 
 
 def _static_index(index, what):

@@ -649,6 +649,49 @@ def _scatter_via_gradient(u, *, shape, index):
 
 case("strided_slice_grad", "StridedSliceGrad", _scatter_via_gradient, scatter_spec,
      note="built as the gradient of getitem w.r.t. its cotangent (output_gradients)")
+
+
+def dynamic_slice_spec(draw):
+    """DynamicSlice: x[..., start:stop:step, ...] along one axis, its bounds as tensors (what
+    x[i:j] becomes inside a tf.function when i or j is traced)."""
+    s = draw(shape_st(1, 3))
+    axis = draw(st.integers(-len(s), -1))
+    n = s[axis]
+    step = draw(st.sampled_from([1, 2, -1]))
+    start = draw(st.integers(-n, n - 1))
+    stop = draw(st.integers(-n - 1, n))
+    length = len(range(*slice(start, stop, step).indices(n)))
+    return {"start": start, "stop": stop, "axis": axis, "step": step, "length": length}, [s]
+
+
+def _dynamic_slice(x, *, start, stop, axis, step, length):
+    from tapeflow.core.dispatch import apply
+    from tapeflow.ops.traced_index import DYNAMIC_SLICE
+    bounds = (tf.constant(start, tf.int64), tf.constant(stop, tf.int64))
+    return apply(DYNAMIC_SLICE, (x,) + bounds,
+                 {"axis": axis, "step": step, "length": length}) * 1.5
+
+
+def _dynamic_slice_grad_via_gradient(u, *, shape, **params):
+    """DynamicSliceGrad, the gradient of DynamicSlice, as a function of the cotangent u."""
+    x = tf.zeros(shape, dtype=tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = _dynamic_slice(x, **params)
+    return tape.gradient(y, x, output_gradients=u)
+
+
+def dynamic_slice_grad_spec(draw):
+    params, (shape,) = dynamic_slice_spec(draw)
+    out = list(shape)
+    out[params["axis"]] = params["length"]
+    return {**params, "shape": shape}, [tuple(out)]
+
+
+case("dynamic_slice", "DynamicSlice", _dynamic_slice, dynamic_slice_spec,
+     note="empty and reversed slices included")
+case("dynamic_slice_grad", "DynamicSliceGrad", _dynamic_slice_grad_via_gradient,
+     dynamic_slice_grad_spec, note="built as the gradient of DynamicSlice w.r.t. its cotangent")
 def _relu_grad_via_gradient(u, x):
     """ReluGrad, relu's gradient, as a function of the cotangent u (and of x: zero a.e.)."""
     with tf.GradientTape() as tape:
@@ -1423,12 +1466,6 @@ def _map_fn_spec(draw):
     return {}, [s, s[1:]]
 
 
-case("check_numerics", "CheckNumerics",
-     lambda x: tf.debugging.check_numerics(x * x, "finite") * x, unary(),
-     note="the identity, its cotangent checked in turn (CheckNumerics again)")
-case("traced_check_numerics", "CheckNumerics",
-     lambda x: tf.function(lambda a: tf.debugging.check_numerics(tf.sin(a), "finite") * a)(x),
-     unary(), note="kept in the traced graph (an effect op) and differentiated through it")
 case("cond", "If", _traced_cond, _cond_spec, note="both branches, chosen at run time")
 case("while_loop", "While", _traced_while, _while_spec,
      note="trip count an argument: 0 to 3 steps, the body captures x")
@@ -1448,6 +1485,13 @@ def _identity_n_without_gradient(x):
     from tapeflow.core.dispatch import apply
     from tapeflow.tracing.ir import CUSTOM_GRADIENT
     return apply(CUSTOM_GRADIENT, (x, x * 1.0), {"n_inputs": 1})
+
+
+def _printed(x):
+    """tf.print's op on x; what comes back (x's size) does not depend on x's values."""
+    import io
+    tf.print(x, output_stream=io.StringIO())
+    return tf.cast(tf.size(x), tf.float64)
 
 
 def _nd(kind, reason, probe):
@@ -1482,8 +1526,12 @@ def _check_class_indices(x):
     return apply(CHECK_CLASS_INDICES, (tf.math.floor(tf.abs(x)),), {"depth": 3})
 
 
-def _asserted_zeros(x):
-    tf.Assert(tf.reduce_all(x > -10.0), [x])
+def _asserted_zeros(x, numerics=False):
+    """The check on x; what comes back (zeros of x's shape) does not depend on x's values."""
+    if numerics:
+        tf.debugging.check_numerics(x, "finite")
+    else:
+        tf.Assert(tf.reduce_all(x > -10.0), [x])
     return tf.zeros_like(x)
 
 
@@ -1516,6 +1564,10 @@ def _optimizer_op(name, *operands, **attrs):
 
 
 NON_DIFFERENTIABLE = {
+    "NextAfter": _nd("not_differentiable", "the next representable float: piecewise constant; "
+                     "TensorFlow registers no gradient either", lambda x: tf.math.nextafter(x, 2.0)),
+    "PrintV2": _nd("not_differentiable", "tf.print has no outputs: nothing flows through it",
+                   lambda x: _printed(x)),
     "FloorDiv": _nd("not_differentiable", _PIECEWISE_CONSTANT, lambda x: tf.math.floordiv(x, 0.7)),
     "Round": _nd("not_differentiable", _PIECEWISE_CONSTANT, lambda x: tf.round(x)),
     "Floor": _nd("not_differentiable", _PIECEWISE_CONSTANT, lambda x: tf.math.floor(x)),
@@ -1594,6 +1646,10 @@ NON_DIFFERENTIABLE = {
     "Assert": _nd("not_differentiable", "tf.Assert / tf.debugging's check: it has no outputs, "
                   "so nothing flows through it; registered NotDifferentiable",
                   lambda x: _asserted_zeros(x)),
+    "CheckNumerics": _nd("not_differentiable", "check_numerics' check has no outputs (the "
+                         "checked tensor passes through an Identity, whose gradient is the "
+                         "identity): nothing flows through it",
+                         lambda x: _asserted_zeros(x, numerics=True)),
     "MPIAllReduceSum": _nd("not_differentiable", "MPIStrategy's sum of a step's packed gradients "
                            "over the ranks (a collective): registered NotDifferentiable",
                            lambda x: _optimizer_op("MPIAllReduceSum", x, 0.5,

@@ -32,7 +32,7 @@ def apply(op, inputs, attrs=None):
                 record(op, inputs, (result,), attrs, ctx)
             return result
         results = tuple([Tensor(o) for o in out])
-    if ctx.active and (ctx.tapes or ctx.watchers or ctx.accumulators):
+    if results and ctx.active and (ctx.tapes or ctx.watchers or ctx.accumulators):
         record(op, inputs, results, attrs, ctx)
     return results[0] if op.num_outputs == 1 else results
 

@@ -57,9 +57,9 @@ class Primitive:
     """A named op: its forward in array code and how many outputs it makes.
 
     ``stateful`` ops (random draws) give new results at every run: a traced graph
-    never folds, merges or drops them.  ``effect`` ops (assertions) are run for what they
-    do (raise): a graph never folds, merges or drops them either, but they compute the
-    same thing at every run, so a gradient may run them again.  ``specialize(in_types, attrs)``, when an op
+    never folds, merges or drops them.  An ``effect`` op (``tf.print``) is there for
+    what it does, not what it returns: it has no outputs, and a trace records it
+    without running it, so it happens at every call of the graph and never while tracing.  ``specialize(in_types, attrs)``, when an op
     module sets it, returns a kernel for inputs of known (shape, dtype) that computes
     exactly what ``forward`` does, with less dispatch (or None): compiled graphs use it.
     It may return an ``Inline`` expression instead, which a compiled graph writes in
@@ -70,10 +70,10 @@ class Primitive:
 
     def __init__(self, name, forward, num_outputs=1, stateful=False, effect=False):
         self.name = name
-        self.forward = forward
-        self.num_outputs = num_outputs
         self.origin = _origin(forward)
-        self.stateful = stateful
+        self.forward = _quiet_while_tracing(forward) if effect else forward
+        self.num_outputs = 0 if effect else num_outputs
+        self.stateful = stateful or effect
         self.effect = effect
         self.specialize = None
 
@@ -90,6 +90,17 @@ class Primitive:
 
     def __repr__(self):
         return f"<Primitive {self.name}>"
+
+
+def _quiet_while_tracing(forward):
+    # A trace runs ops on example arrays to learn shapes; a branch graph of tf.cond run so
+    # would print or assert on them.  An effect happens only when no trace is recording.
+    def effect(*arrays, **attrs):
+        if context().trace is not None:
+            return ()
+        return forward(*arrays, **attrs)
+    effect.__wrapped__ = forward
+    return effect
 
 
 class Inline(str):

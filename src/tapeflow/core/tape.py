@@ -227,6 +227,10 @@ class GradientTape:
         full = tuple(tshape) + tuple(sshape[1:])
         if g is not None:  # (m, batch, *sshape[1:]) -> (batch, *tshape[1:], *sshape[1:])
             g = OPS.reshape(OPS.moveaxis(g, 0, 1), full)
+        elif source._value.dtype.kind in "fc":
+            # TensorFlow's batch_jacobian gives zeros (of the target's dtype) for a target that
+            # does not depend on the source, whatever unconnected_gradients says
+            return OPS.zeros_on(full, target._value.dtype, target._value)
         return _finish(g, source, mode, full)
 
     def _batched_backward(self, targets, tshape, n, sources, chunk_size, make_seed):

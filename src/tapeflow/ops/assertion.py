@@ -1,12 +1,13 @@
 """Assertions as ops: ``Assert`` and ``CheckNumerics``, TensorFlow's two checking kernels.
 
-Both are ``effect`` primitives: a traced graph keeps them in program order and
-never drops, folds or merges them, so they check every call of the compiled
-function (TensorFlow runs its stateful ops in program order likewise).  While a
-function is traced their kernels check nothing: the values seen then are examples
-(a branch not taken, a loop body's first state), not what the graph will run on.
-A failed check raises ``tf.errors.InvalidArgumentError`` and leaves nothing behind,
-so the next call runs as if it had not happened.
+Both are ``effect`` primitives (as ``tf.print``'s PrintV2): a traced graph keeps
+them in program order and never drops, folds or merges them, so they check every
+call of the compiled function (TensorFlow runs its stateful ops in program order
+likewise).  A trace records them without running them: the values seen then are
+examples (a branch not taken, a loop body's first state), not what the graph will
+run on; a gradient's recomputation of a loop body does not check again.  A failed
+check raises ``tf.errors.InvalidArgumentError`` and leaves nothing behind, so the
+next call runs as if it had not happened.
 
 The condition is read on the host (``backend.to_host``): an assertion is a host
 check, as TensorFlow's Assert kernel runs on the CPU.
@@ -14,10 +15,10 @@ check, as TensorFlow's Assert kernel runs on the CPU.
 import numpy as np
 
 from .. import backend
-from ..core.context import PER_THREAD
 from ..core.dispatch import apply
-from ..core.registry import NotDifferentiable, def_primitive, register_gradient
+from ..core.registry import NotDifferentiable, def_primitive
 from ..errors import InvalidArgumentError
+from .elementwise import identity
 
 __all__ = ["ASSERT", "CHECK_NUMERICS", "assert_that", "check_numerics", "describe_data"]
 
@@ -45,27 +46,25 @@ def _summary(array, summarize):
 
 
 def _assert_forward(condition, *tensors, template, summarize):
-    if PER_THREAD.context.trace is not None:
-        return ()  # tracing: the values are examples; the check runs with the graph
     if not bool(np.all(backend.to_host(condition))):
         raise InvalidArgumentError(None, None, describe_data(template, tensors, summarize))
     return ()
 
 
 def _check_numerics_forward(x, *, message):
-    if PER_THREAD.context.trace is not None:
-        return x
     host = np.asarray(backend.to_host(x))
     nan, inf = bool(np.isnan(host).any()), bool(np.isinf(host).any())
     if nan or inf:
         what = "Inf and NaN" if nan and inf else ("NaN" if nan else "Inf")
         raise InvalidArgumentError(None, None, f"{message} : Tensor had {what} values")
-    return x
+    return ()
 
 
-ASSERT = def_primitive("Assert", _assert_forward, num_outputs=0, effect=True)
+# Effect ops (no outputs): a trace records them without running them on its examples.
+ASSERT = def_primitive("Assert", _assert_forward, effect=True)
 CHECK_NUMERICS = def_primitive("CheckNumerics", _check_numerics_forward, effect=True)
-NotDifferentiable("Assert")  # no outputs: nothing flows through it
+NotDifferentiable("Assert")  # no outputs: nothing flows through them
+NotDifferentiable("CheckNumerics")
 
 
 def assert_that(condition, template, tensors, summarize=None):
@@ -75,15 +74,9 @@ def assert_that(condition, template, tensors, summarize=None):
 
 
 def check_numerics(x, message):
-    """``x``, after checking it has no NaN or Inf (InvalidArgumentError naming ``message``)."""
+    """``x`` (through an Identity: the gradient is the identity), after the CheckNumerics op
+    checked it has no NaN or Inf (InvalidArgumentError naming ``message``)."""
     if np.dtype(x._value.dtype).kind not in "fc":
         raise TypeError(f"check_numerics takes a floating-point tensor, got {x._value.dtype}")
-    return apply(CHECK_NUMERICS, (x,), {"message": str(message)})
-
-
-@register_gradient("CheckNumerics")
-def _check_numerics_grad(op, g):
-    # TensorFlow's rule: the identity, with the cotangent checked in turn
-    return apply(CHECK_NUMERICS, (g,), {
-        "message": "Not a number (NaN) or infinity (Inf) values detected in gradient. "
-                   + op.get_attr("message")})
+    apply(CHECK_NUMERICS, (x,), {"message": str(message)})
+    return identity(x)

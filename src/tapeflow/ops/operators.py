@@ -14,7 +14,8 @@ from .arithmetic import (
 from .creation import ones_like, zeros_on
 from .elementwise import square
 from .linalg import matmul
-from .shape import broadcast_to, cast, concat, expand_dims, getitem, moveaxis, reshape, stack
+from .shape import broadcast_to, cast, concat, expand_dims, moveaxis, reshape, stack
+from .traced_index import getitem as traced_getitem
 
 __all__ = ["install"]
 
@@ -81,7 +82,7 @@ _TENSOR_OPERATORS = {
     "__neg__": negative, "__pos__": _pos, "__abs__": abs_, "__invert__": logical_not,
     "__and__": logical_and, "__or__": logical_or, "__xor__": logical_xor,
     "__lt__": less, "__le__": less_equal, "__gt__": greater, "__ge__": greater_equal,
-    "__eq__": _eq, "__ne__": _ne, "__getitem__": getitem,
+    "__eq__": _eq, "__ne__": _ne, "__getitem__": traced_getitem,
 }
 
 

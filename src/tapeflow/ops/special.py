@@ -10,7 +10,7 @@ gradient back to each input's shape.
 import numpy as np
 
 from ..core.dispatch import apply
-from ..core.registry import def_primitive, register_gradient
+from ..core.registry import NotDifferentiable, def_primitive, register_gradient
 from ._util import array_module, as_tensor, binary_operands
 from .arithmetic import not_equal
 from .elementwise import sinh, sqrt
@@ -18,7 +18,7 @@ from .reduce import reduce_sum
 from .shape import cast
 
 __all__ = ["divide_no_nan", "multiply_no_nan", "xlogy", "xlog1py", "xdivy", "atan2", "acosh",
-           "reduce_euclidean_norm"]
+           "nextafter", "reduce_euclidean_norm"]
 
 
 def _float_operands(opname, x, y):
@@ -156,6 +156,20 @@ def _atan2_grad(op, g):
     scale = g / (x * x + y * y)
     needs = op.needs_input_grad
     return (scale * x if needs[0] else None), (-scale * y if needs[1] else None)
+
+
+# --- nextafter: the next representable float; TensorFlow registers no gradient for NextAfter ----
+NEXTAFTER = def_primitive("NextAfter", lambda x1, x2: array_module(x1, x2).nextafter(x1, x2))
+NotDifferentiable("NextAfter")
+
+
+def nextafter(x1, x2, name=None):
+    """The next representable value of ``x1`` in the direction of ``x2``, elementwise (float32
+    or float64, as TensorFlow's kernel)."""
+    x1, x2 = _float_operands("nextafter", x1, x2)
+    if x1._value.dtype.kind != "f":
+        raise TypeError(f"nextafter takes float32 or float64 tensors, not {x1._value.dtype.name}")
+    return apply(NEXTAFTER, (x1, x2))
 
 
 def _acosh_forward(x):

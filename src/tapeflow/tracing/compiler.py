@@ -155,7 +155,7 @@ def compile_graph(graph, tensors=False, xp=np):
             call = f"k{k}({', '.join(operands)})"
         if e.op.num_outputs == 1:
             lines.append(f"v{e.outputs[0]} = {call}")
-        elif not e.outputs:  # an assertion: run for its effect
+        elif not e.outputs:  # an effect: tf.print
             lines.append(call)
         else:
             lines.append(f"{', '.join(f'v{o}' for o in e.outputs)}{',' if len(e.outputs) == 1 else ''} = {call}")

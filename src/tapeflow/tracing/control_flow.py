@@ -222,6 +222,10 @@ def _call(graph, inputs):
 
 
 def _eval(graph, e, env):
+    # A nested graph runs again on Tensors only to differentiate it: its prints and
+    # assertions happened when it ran forward, as TensorFlow's gradients do not repeat them.
+    if e.op.effect:
+        return
     if e.op is READ:
         env[e.outputs[0]] = graph.variables[e.attrs["variable"]]
         return
@@ -742,7 +746,7 @@ def graph_vjp(graph, inputs, cotangents, batch_ndim=0):
     env.update(zip(graph.inputs, inputs))
     live = {vid for vid, t in zip(graph.inputs, inputs) if _is_float(t)}
     for e in graph.eqns:
-        if getattr(e.op, "stateful", False) and e.op not in _CONTROL_FLOW:
+        if e.op.stateful and not e.op.effect and e.op not in _CONTROL_FLOW:
             raise NotImplementedError(
                 f"The gradient of '{graph.name}' would recompute its '{e.op.name}' draw, which "
                 "gives other numbers: draw random values outside tf.cond / tf.while_loop / "

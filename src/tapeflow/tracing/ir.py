@@ -47,7 +47,7 @@ CUSTOM_GRADIENT = def_primitive("IdentityN", _identity_n, num_outputs=None)  # v
 
 
 def is_effect(op):
-    return op is ASSIGN or getattr(op, "stateful", False) or getattr(op, "effect", False)
+    return op is ASSIGN or getattr(op, "stateful", False)
 
 
 class Eqn:

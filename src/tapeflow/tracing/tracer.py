@@ -24,9 +24,9 @@ from ..core.context import context
 from ..core.tensor import Tensor, Variable, convert_to_tensor, lift
 from ..ops.arithmetic import add, subtract
 from ..ops.shape import reshape
-from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph, is_effect
+from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph
 
-__all__ = ["TraceError", "Abstract", "SymbolicTensor", "Tracer", "tracing", "known_value"]
+__all__ = ["TraceError", "Abstract", "SymbolicTensor", "Tracer", "tracing"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -144,23 +144,6 @@ class SymbolicTensor(Tensor):
     __str__ = __repr__
 
 
-def known_value(t):
-    """The value of ``t`` if it is known now: an eager tensor's, or a traced one's computed from
-    constants only (``tf.shape(x)[0]``: shapes are constants in a trace); else None."""
-    if t.__class__ is not SymbolicTensor:
-        return t._value
-    graph = t._tracer.graph
-    needed = {t._vid}
-    for e in reversed(graph.eqns):
-        if needed.intersection(e.outputs):
-            if e.op is READ or is_effect(e.op) or e.op is CUSTOM_GRADIENT:
-                return None
-            needed.update(e.inputs)
-    if needed.difference(graph.consts, *[e.outputs for e in graph.eqns]):
-        return None  # an argument or a captured value of the function
-    return t._example
-
-
 class Tracer:
     """Records the ops applied while it is the context's trace into ``graph``.
 
@@ -233,11 +216,16 @@ class Tracer:
 
     # --- equations -----------------------------------------------------------------
     def apply(self, op, inputs, attrs):
+        if _folds(op, inputs):
+            return _run_now(op, inputs, attrs)
         ids, examples = [], []
         for t in inputs:
             vid, ex = self.value_of(t)
             ids.append(vid)
             examples.append(ex)
+        if op.effect:  # printed, asserted... when the graph runs, never on the examples
+            self.graph.eqns.append(Eqn(op, attrs, ids, ()))
+            return ()
         with np.errstate(all="ignore"):
             out = op.forward(*examples, **attrs) if attrs else op.forward(*examples)
         outs = (out,) if op.num_outputs == 1 else tuple(out)
@@ -303,6 +291,28 @@ class Tracer:
         if grad_error is not None:
             attrs["grad_error"] = grad_error
         return self.apply(CUSTOM_GRADIENT, operands, attrs)
+
+
+def _folds(op, inputs):
+    """Integer work on known values (``tf.shape(x)[-1] - 1``, ``tf.range(n)``) runs now, as
+    TensorFlow's shape inference folds it: the trace is per shape, so sizes are known, and a
+    Python int made from the result (a size, a slice bound) is what the rest of the trace needs.
+    Only integers and booleans: no gradient flows through them, so nothing is lost."""
+    if op.stateful or op.num_outputs == 0:
+        return False
+    for t in inputs:
+        if t.__class__ is SymbolicTensor or isinstance(t, Variable) or \
+                t._value.dtype.kind not in "iub":
+            return False
+    return True
+
+
+def _run_now(op, inputs, attrs):
+    values = [t._value for t in inputs]
+    out = op.forward(*values, **attrs) if attrs else op.forward(*values)
+    if op.num_outputs == 1:
+        return (Tensor(out),)
+    return tuple(Tensor(o) for o in out)
 
 
 def _zeros_example(t):
