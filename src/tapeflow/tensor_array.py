@@ -78,7 +78,8 @@ class TensorArray(nest.Composite):
     """TensorFlow's ``tf.TensorArray`` (see the module's docstring for the two forms)."""
 
     __slots__ = ("_dtype", "_dynamic_size", "_clear_after_read", "_infer_shape",
-                 "_element_shape", "_elements", "_cleared", "_buffer", "_size", "_traced")
+                 "_element_shape", "_elements", "_cleared", "_buffer", "_size", "_traced",
+                 "_flat_cache")
 
     def __init__(self, dtype, size=None, dynamic_size=None, clear_after_read=None,
                  tensor_array_name=None, handle=None, flow=None, infer_shape=True,
@@ -97,6 +98,7 @@ class TensorArray(nest.Composite):
         self._buffer = None
         self._size = n
         self._traced = context().trace is not None
+        self._flat_cache = None  # (trace, buffer) of the last flattening: see _components
 
     # --- construction helpers ----------------------------------------------------------------
     @staticmethod
@@ -128,6 +130,7 @@ class TensorArray(nest.Composite):
 
     def _copy(self, **changes):
         new = object.__new__(TensorArray)
+        changes.setdefault("flat_cache", None)
         for slot in TensorArray.__slots__:
             setattr(new, slot, changes.get(slot[1:], getattr(self, slot)))
         return new
@@ -434,19 +437,28 @@ class TensorArray(nest.Composite):
         """Whether this array flattens to its buffer (it lives in a trace) or to nothing."""
         return self._elements is None or self._traced or context().trace is not None
 
+    def _num_components(self):
+        if not self._as_tensors() or self._buffer is None and self._element_shape is None and (
+                self._elements is None or all(e is None for e in self._elements)):
+            return 0  # eagerly a Python value (loops carry it as it is), or nothing known yet
+        return 1
+
     def _components(self):
-        if not self._as_tensors():
-            return []  # eagerly a TensorArray is a Python value: loops carry it as it is
+        if not self._num_components():
+            return []  # in a loop, the body will tell the element shape (``_refine``)
         if self._buffer is None:
-            if self._element_shape is None and (
-                    self._elements is None or all(e is None for e in self._elements)):
-                return []  # nothing known yet: the loop's body will tell (``_refine``)
-            buffered = self._buffered(None)
-            if not self._traced:  # an eager array used in a trace stays eager outside it
-                return [buffered._buffer]
-            # made once: later flattenings (a function's outputs) give the same tensor
-            self._elements, self._buffer = None, buffered._buffer
-            self._element_shape, self._cleared = buffered._element_shape, frozenset()
+            # Stacked in the trace that flattens it (a branch flattening an array of the
+            # enclosing function stacks it there), the array itself left as it is; flattened
+            # again in that trace, or outside any (a function's outputs counted), the same
+            # tensor comes back.
+            trace = context().trace
+            cached = self._flat_cache
+            if cached is not None and (cached[0] is trace or trace is None):
+                return [cached[1]]
+            buffer = self._buffered(None)._buffer
+            if self._traced:
+                self._flat_cache = (trace, buffer)
+            return [buffer]
         return [self._buffer]
 
     def _from_components(self, components):

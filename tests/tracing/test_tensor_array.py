@@ -622,3 +622,16 @@ def test_an_eager_array_as_a_traced_loop_variable_stays_eager():
 
     assert fill().numpy().tolist() == [[1.0, 2.0], [1.0, 1.0], [2.0, 2.0]]
     assert ta.read(0).numpy().tolist() == [1.0, 2.0]
+
+
+def test_a_branch_returning_the_enclosing_array_leaves_it_usable():
+    # the branch stacks the enclosing function's array in its own graph, not in the array
+    @tf.function
+    def f(p, x):
+        ta = tf.TensorArray(tf.float32, size=2).write(0, x)
+        out = tf.cond(p, lambda: ta.write(1, x * 2.0), lambda: ta)
+        return out.stack() + ta.stack()
+
+    x = tf.constant([1.0, 2.0])
+    assert f(tf.constant(True), x).numpy().tolist() == [[2.0, 4.0], [2.0, 4.0]]
+    assert f(tf.constant(False), x).numpy().tolist() == [[2.0, 4.0], [0.0, 0.0]]

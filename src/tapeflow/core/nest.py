@@ -13,8 +13,9 @@ __all__ = ["Composite", "flatten", "pack_sequence_as", "map_structure", "structu
 class Composite:
     """A Python value whose state is tensors (TensorFlow's CompositeTensor).
 
-    ``_components()`` lists its tensors, ``_from_components(tensors)`` makes a value like
-    this one over other tensors (the same number), ``_structure_key()`` describes what
+    ``_components()`` lists its tensors (``_num_components()`` counts them without making
+    them), ``_from_components(tensors)`` makes a value like this one over other tensors (the
+    same number), ``_structure_key()`` describes what
     is static about it (two values with one key have components of the same types), and
     ``_refine(other)`` returns this value made to match ``other``'s key (what a loop body
     taught it, a TensorArray's element shape), or None.
@@ -24,6 +25,9 @@ class Composite:
 
     def _components(self):
         raise NotImplementedError
+
+    def _num_components(self):
+        return len(self._components())
 
     def _from_components(self, components):
         raise NotImplementedError
@@ -81,7 +85,7 @@ def pack_sequence_as(structure, flat):
 
 def _pack(structure, it):
     if isinstance(structure, Composite):
-        return structure._from_components([next(it) for _ in structure._components()])
+        return structure._from_components([next(it) for _ in range(structure._num_components())])
     if isinstance(structure, dict):
         packed = {k: _pack(structure[k], it) for k in sorted(structure)}
         return type(structure)((k, packed[k]) for k in structure)
