@@ -635,3 +635,26 @@ def test_a_branch_returning_the_enclosing_array_leaves_it_usable():
     x = tf.constant([1.0, 2.0])
     assert f(tf.constant(True), x).numpy().tolist() == [[2.0, 4.0], [2.0, 4.0]]
     assert f(tf.constant(False), x).numpy().tolist() == [[2.0, 4.0], [0.0, 0.0]]
+
+
+def _rnn(x, w):
+    """TensorFlow's dynamic_rnn pattern: the inputs unstacked into one array read at the loop
+    counter (a captured array), the outputs written into another (a loop variable)."""
+    steps = x.shape[0]
+    inputs = tf.TensorArray(tf.float64, size=steps).unstack(x)
+
+    def body(t, h, out):
+        h = tf.tanh(inputs.read(t) * w + h)
+        return t + 1, h, out.write(t, h)
+
+    _, _, out = tf.while_loop(lambda t, h, o: t < steps, body,
+                              (tf.constant(0), tf.zeros([2], tf.float64),
+                               tf.TensorArray(tf.float64, size=steps)))
+    return out.stack()
+
+
+def test_rnn_pattern_second_order():
+    x = np.random.default_rng(1).normal(size=(3, 2))
+    w = np.array([0.5, -0.3])
+    check_grads(_rnn, [x, w], order=2)
+    check_grads(tf.function(_rnn), [x, w], order=2)
