@@ -658,3 +658,17 @@ def test_rnn_pattern_second_order():
     w = np.array([0.5, -0.3])
     check_grads(_rnn, [x, w], order=2)
     check_grads(tf.function(_rnn), [x, w], order=2)
+
+
+@MODES
+def test_tf_nest_keeps_a_tensor_array_whole(run):
+    # as TensorFlow's tf.nest (expand_composites=False): a TensorArray is one leaf
+    def fn(x):
+        tas = {"a": tf.TensorArray(tf.float32, size=1).write(0, x), "b": x}
+        leaves = tf.nest.flatten(tas)
+        assert isinstance(leaves[0], tf.TensorArray) and leaves[1] is x
+        return tf.nest.map_structure(lambda t: t.stack() if isinstance(t, tf.TensorArray) else t,
+                                     tas)
+
+    out = run(fn, tf.constant([1.0, 2.0]))
+    assert out["a"].numpy().tolist() == [[1.0, 2.0]] and out["b"].numpy().tolist() == [1.0, 2.0]

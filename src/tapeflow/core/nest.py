@@ -2,8 +2,9 @@
 
 Dicts are flattened in sorted-key order, as TensorFlow does, so a structure
 and its gradients line up whatever order the dict was built in.  A ``Composite``
-(a ``TensorArray``) is a value made of tensors: it flattens to them, so it can be
-a loop variable of ``tf.while_loop`` or a result of ``tf.cond``.
+(a ``TensorArray``) is a value made of tensors: with ``expand_composites=True`` it
+flattens to them, which is how it is a loop variable of ``tf.while_loop`` or a
+result of ``tf.cond`` or ``tf.function``; otherwise it is a leaf, as in TensorFlow.
 """
 
 __all__ = ["Composite", "flatten", "pack_sequence_as", "map_structure", "structure_key",
@@ -39,16 +40,21 @@ class Composite:
         return None
 
 
-_NESTED = (list, tuple, dict, Composite)
+_CONTAINERS = (list, tuple, dict)
+_EXPANDED = (list, tuple, dict, Composite)
 
 
-def flatten(structure):
-    """The leaves of ``structure`` in a deterministic order (a lone leaf gives [leaf])."""
+def flatten(structure, expand_composites=False):
+    """The leaves of ``structure`` in a deterministic order (a lone leaf gives [leaf]).
+
+    A Composite is a leaf, as in TensorFlow, unless ``expand_composites`` (what graph control
+    flow and tf.function use): then its tensors are the leaves."""
+    nested = _EXPANDED if expand_composites else _CONTAINERS
     cls = structure.__class__
     if cls is not list and cls is not tuple and cls is not dict:
-        if not isinstance(structure, _NESTED):
+        if not isinstance(structure, nested):
             return [structure]
-    elif cls is not dict and not any(isinstance(x, _NESTED) for x in structure):
+    elif cls is not dict and not any(isinstance(x, nested) for x in structure):
         return list(structure)  # already flat: the common case of a list of variables
     out = []
     stack = [structure]
@@ -58,22 +64,23 @@ def flatten(structure):
             stack.extend(x[k] for k in reversed(sorted(x)))
         elif isinstance(x, (list, tuple)):
             stack.extend(reversed(x))
-        elif isinstance(x, Composite):
+        elif expand_composites and isinstance(x, Composite):
             stack.extend(reversed(x._components()))
         else:
             out.append(x)
     return out
 
 
-def pack_sequence_as(structure, flat):
+def pack_sequence_as(structure, flat, expand_composites=False):
     """Rebuild ``structure`` with the leaves taken in order from ``flat``."""
     cls = structure.__class__
+    nested = _EXPANDED if expand_composites else _CONTAINERS
     if (cls is list or cls is tuple) and len(structure) == len(flat) and \
-            not any(isinstance(x, _NESTED) for x in structure):
+            not any(isinstance(x, nested) for x in structure):
         return cls(flat)  # a flat list or tuple
     it = iter(flat)
     try:
-        result = _pack(structure, it)
+        result = _pack(structure, it, expand_composites)
     except StopIteration:
         raise ValueError(f"pack_sequence_as: {len(flat)} leaves are fewer than the structure "
                          f"holds") from None
@@ -83,22 +90,23 @@ def pack_sequence_as(structure, flat):
     return result
 
 
-def _pack(structure, it):
-    if isinstance(structure, Composite):
+def _pack(structure, it, expand_composites):
+    if expand_composites and isinstance(structure, Composite):
         return structure._from_components([next(it) for _ in range(structure._num_components())])
     if isinstance(structure, dict):
-        packed = {k: _pack(structure[k], it) for k in sorted(structure)}
+        packed = {k: _pack(structure[k], it, expand_composites) for k in sorted(structure)}
         return type(structure)((k, packed[k]) for k in structure)
     if isinstance(structure, (list, tuple)):
-        items = [_pack(x, it) for x in structure]
+        items = [_pack(x, it, expand_composites) for x in structure]
         if isinstance(structure, tuple) and hasattr(structure, "_fields"):
             return type(structure)(*items)
         return type(structure)(items)
     return next(it)
 
 
-def map_structure(fn, structure):
-    return pack_sequence_as(structure, [fn(x) for x in flatten(structure)])
+def map_structure(fn, structure, expand_composites=False):
+    return pack_sequence_as(structure, [fn(x) for x in flatten(structure, expand_composites)],
+                            expand_composites)
 
 
 def structure_key(structure):

@@ -147,9 +147,10 @@ def _trace(name, fn, args, parent, structure=None, carried=(), assignable=True,
         if structure is None:
             result = fn()
         else:
-            packed = nest.pack_sequence_as(structure, placeholders)
+            packed = nest.pack_sequence_as(structure, placeholders, expand_composites=True)
             result = fn(*packed) if isinstance(structure, (list, tuple)) else fn(packed)
-        flat = [] if result is None and may_return_none else nest.flatten(result)
+        flat = [] if result is None and may_return_none else \
+            nest.flatten(result, expand_composites=True)
         for r in flat:
             if r is None:
                 raise TypeError(f"{name} returned None in {result!r}: return tensors")
@@ -301,7 +302,8 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     caps, (then_g, else_g) = _finish([t_tr, f_tr], [0, 0], [t_out, f_out])
     outs = _emit(IF, [pred] + caps, {"then_branch": then_g, "else_branch": else_g})
     _assign_after(assigned, outs[len(t_flat):])
-    return None if t_res is None else nest.pack_sequence_as(t_res, outs[:len(t_flat)])
+    return None if t_res is None else \
+        nest.pack_sequence_as(t_res, outs[:len(t_flat)], expand_composites=True)
 
 
 def _has_effects(tracers):
@@ -310,7 +312,8 @@ def _has_effects(tracers):
 
 
 def _structure(result):
-    return nest.pack_sequence_as(result, [0] * len(nest.flatten(result)))
+    flat = nest.flatten(result, expand_composites=True)
+    return nest.pack_sequence_as(result, [0] * len(flat), expand_composites=True)
 
 
 def _check_same(what, a_name, a_res, a_flat, b_name, b_res, b_flat):
@@ -383,8 +386,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         raise NotImplementedError("tf.while_loop: shape_invariants are not supported; loop "
                                   "variables keep their shapes")
     spread = isinstance(loop_vars, (list, tuple))
-    flat = [_as_tensor(v) for v in nest.flatten(loop_vars)]
-    structure = nest.pack_sequence_as(loop_vars, flat)
+    flat = [_as_tensor(v) for v in nest.flatten(loop_vars, expand_composites=True)]
+    structure = nest.pack_sequence_as(loop_vars, flat, expand_composites=True)
     trace = context().trace
     if trace is None:
         return _eager_while(cond, body, structure, spread, maximum_iterations)
@@ -398,8 +401,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         b_tr, b_res, b_flat = _trace("while_body", body, flat, trace, structure, carried)
         refined = nest.refine_composites(structure, _one_var_body(structure, b_res, b_flat)[0])
         if refined is not None:
-            flat = [_as_tensor(v) for v in nest.flatten(refined)]
-            structure = nest.pack_sequence_as(refined, flat)
+            flat = [_as_tensor(v) for v in nest.flatten(refined, expand_composites=True)]
+            structure = nest.pack_sequence_as(refined, flat, expand_composites=True)
             continue
         new = [v for v in _assigned([b_tr]) if all(v is not w for w in carried)]
         if not new:
@@ -419,7 +422,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     outs = _emit(WHILE, init + caps, {"cond": cond_g, "body": body_g, "n_vars": n_vars,
                                       "maximum_iterations": maximum_iterations})
     _assign_after(carried, outs[len(flat):])
-    return nest.pack_sequence_as(structure, outs[:len(flat)])
+    return nest.pack_sequence_as(structure, outs[:len(flat)], expand_composites=True)
 
 
 def _one_var_body(structure, res, flat):
@@ -444,9 +447,9 @@ def _eager_while(cond, body, state, spread, maximum_iterations):
         new = body(*state) if spread else body(state)
         new, _ = _one_var_body(state, new, None)
         _check_structure("tf.while_loop", "loop_vars", _as_list(state), "body", _as_list(new))
-        flat = [_as_tensor(v) for v in nest.flatten(new)]
+        flat = [_as_tensor(v) for v in nest.flatten(new, expand_composites=True)]
         # the body's values (its TensorArrays too) in the loop variables' containers
-        state = nest.pack_sequence_as(_containers_of(state, new), flat)
+        state = nest.pack_sequence_as(_containers_of(state, new), flat, expand_composites=True)
         i += 1
     return state
 

@@ -318,7 +318,7 @@ class Function:
         full, kwargs = self._args(args, kwargs)
         with tracing(tracer):
             result = self.python_function(*full, **kwargs)
-            flat_out = nest.flatten(result)
+            flat_out = nest.flatten(result, expand_composites=True)
             out_ids = []
             for r in flat_out:
                 if r is None:
@@ -485,7 +485,7 @@ class ConcreteFunction:
         self.graph = graph
         self.name = name
         self._outputs_template = structured_outputs
-        self._n_outputs = len(nest.flatten(structured_outputs))
+        self._n_outputs = len(nest.flatten(structured_outputs, expand_composites=True))
         self._n_inputs = len(graph.inputs)
         self._single_output = isinstance(structured_outputs, Tensor)
         # A plain dict of tensors (Keras's logs): its keys in flattening (sorted) order, and
@@ -550,7 +550,7 @@ class ConcreteFunction:
             flat_keys, keys = self._flat_dict
             by_key = dict(zip(flat_keys, outs))
             return {k: by_key[k] for k in keys}
-        return nest.pack_sequence_as(template, list(outs))
+        return nest.pack_sequence_as(template, list(outs), expand_composites=True)
 
     def pretty_printed_graph(self):
         return str(self.graph)
