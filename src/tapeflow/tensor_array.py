@@ -10,9 +10,11 @@ old one is left as it was.  A TensorArray holds its elements in one of two ways:
 * one stacked buffer tensor of shape ``[size, *element_shape]``, which is what a
   TensorArray becomes where a trace needs it as tensors: a loop variable of a
   traced ``tf.while_loop``, a result of a traced ``tf.cond`` or ``tf.function``
-  (``nest`` flattens it to the buffer), or a write or read at a traced index.  A
-  write is then ``where(row == index, value, buffer)`` and a read a gather, both
-  differentiable to any order with the ops' own rules.
+  (``nest.flatten(..., expand_composites=True)`` gives the buffer), or a write or
+  read at a traced index.  A write is then ``where(row == index, value, buffer)``
+  and a read a gather, both differentiable to any order with the ops' own rules.
+  Each write costs O(size) (a new buffer), so a traced loop of n writes costs
+  O(n * size); TensorFlow's TensorList writes in place.
 
 Limits, chosen so that a traced graph keeps static shapes: in the buffer form the
 size is fixed.  ``dynamic_size=True`` grows the array at writes to a known index
