@@ -22,6 +22,9 @@ from .core.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from .core.context import init_scope  # noqa: F401
 from .tracing import TensorSpec, TraceError, function  # noqa: F401
 from .tracing.control_flow import cond, map_fn, while_loop  # noqa: F401
+from . import debugging, errors  # noqa: F401
+from .tensor_array import TensorArray  # noqa: F401
+from .debugging import Assert, assert_equal, assert_greater, assert_less, assert_rank  # noqa: F401
 from . import config  # noqa: F401
 from .device import device  # noqa: F401  (tf.device("/GPU:0"): where new tensors are born)
 from . import distribute  # noqa: F401  (MPIStrategy; mpi4py imported only when one is made)

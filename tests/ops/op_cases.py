@@ -1526,6 +1526,15 @@ def _check_class_indices(x):
     return apply(CHECK_CLASS_INDICES, (tf.math.floor(tf.abs(x)),), {"depth": 3})
 
 
+def _asserted_zeros(x, numerics=False):
+    """The check on x; what comes back (zeros of x's shape) does not depend on x's values."""
+    if numerics:
+        tf.debugging.check_numerics(x, "finite")
+    else:
+        tf.Assert(tf.reduce_all(x > -10.0), [x])
+    return tf.zeros_like(x)
+
+
 def _metric_values(x):
     from tapeflow import metrics
     return metrics._traced_values(metrics._squared_differences, x, x * 2.0)
@@ -1634,6 +1643,13 @@ NON_DIFFERENTIABLE = {
                              "sparse crossentropy's label check in a traced step: the labels pass "
                              "through (or it raises); class indices have no derivative",
                              lambda x: _check_class_indices(x)),
+    "Assert": _nd("not_differentiable", "tf.Assert / tf.debugging's check: it has no outputs, "
+                  "so nothing flows through it; registered NotDifferentiable",
+                  lambda x: _asserted_zeros(x)),
+    "CheckNumerics": _nd("not_differentiable", "check_numerics' check has no outputs (the "
+                         "checked tensor passes through an Identity, whose gradient is the "
+                         "identity): nothing flows through it",
+                         lambda x: _asserted_zeros(x, numerics=True)),
     "MPIAllReduceSum": _nd("not_differentiable", "MPIStrategy's sum of a step's packed gradients "
                            "over the ranks (a collective): registered NotDifferentiable",
                            lambda x: _optimizer_op("MPIAllReduceSum", x, 0.5,

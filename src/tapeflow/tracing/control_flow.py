@@ -57,7 +57,7 @@ from ..ops.creation import zeros_on
 from ..ops.reduce import reduce_sum
 from ..ops.shape import cast, reshape, stack
 from .compiler import _apply_custom, _graph_gradient, compile_graph, optimize
-from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Graph
+from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Graph, is_effect
 from .tracer import SymbolicTensor, TraceError, Tracer, tracing
 
 __all__ = ["cond", "while_loop", "map_fn", "graph_vjp"]
@@ -130,10 +130,12 @@ def _as_tensor(x):
     return x if isinstance(x, Tensor) else convert_to_tensor(x)
 
 
-def _trace(name, fn, args, parent, structure=None, carried=(), assignable=True):
+def _trace(name, fn, args, parent, structure=None, carried=(), assignable=True,
+           may_return_none=False):
     """Trace ``fn`` on placeholders shaped like ``args`` (Tensors) into a nested tracer.
 
     ``carried`` Variables get placeholders too (after ``args``): reads inside see them.
+    ``may_return_none``: ``fn`` may return None, nothing (a branch run for its assertions).
     Returns (tracer, result structure, flat result tensors).
     """
     tracer = _NestedTracer(name, parent, assignable)
@@ -145,9 +147,10 @@ def _trace(name, fn, args, parent, structure=None, carried=(), assignable=True):
         if structure is None:
             result = fn()
         else:
-            packed = nest.pack_sequence_as(structure, placeholders)
+            packed = nest.pack_sequence_as(structure, placeholders, expand_composites=True)
             result = fn(*packed) if isinstance(structure, (list, tuple)) else fn(packed)
-        flat = nest.flatten(result)
+        flat = [] if result is None and may_return_none else \
+            nest.flatten(result, expand_composites=True)
         for r in flat:
             if r is None:
                 raise TypeError(f"{name} returned None in {result!r}: return tensors")
@@ -288,22 +291,29 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     if ex.dtype != np.bool_ or ex.ndim != 0:
         raise TypeError(f"tf.cond: pred must be a scalar bool tensor, got "
                         f"{_describe(ex.shape, ex.dtype)}")
-    t_tr, t_res, t_flat = _trace("cond_true", true_fn, (), trace)
-    f_tr, f_res, f_flat = _trace("cond_false", false_fn, (), trace)
+    t_tr, t_res, t_flat = _trace("cond_true", true_fn, (), trace, may_return_none=True)
+    f_tr, f_res, f_flat = _trace("cond_false", false_fn, (), trace, may_return_none=True)
     _check_same("tf.cond", "true_fn", t_res, t_flat, "false_fn", f_res, f_flat)
     assigned = _assigned([t_tr, f_tr])
     t_out = t_flat + [t_tr.read(v) for v in assigned]
     f_out = f_flat + [f_tr.read(v) for v in assigned]
-    if not t_out:
-        return t_res   # nothing returned, nothing assigned: nothing to run
+    if not t_out and not _has_effects([t_tr, f_tr]):
+        return t_res   # nothing returned, assigned or asserted: nothing to run
     caps, (then_g, else_g) = _finish([t_tr, f_tr], [0, 0], [t_out, f_out])
     outs = _emit(IF, [pred] + caps, {"then_branch": then_g, "else_branch": else_g})
     _assign_after(assigned, outs[len(t_flat):])
-    return nest.pack_sequence_as(t_res, outs[:len(t_flat)])
+    return None if t_res is None else \
+        nest.pack_sequence_as(t_res, outs[:len(t_flat)], expand_composites=True)
+
+
+def _has_effects(tracers):
+    """Whether a nested graph runs an effect op (an assertion) that its equation must keep."""
+    return any(is_effect(e.op) for tr in tracers for e in tr.graph.eqns)
 
 
 def _structure(result):
-    return nest.pack_sequence_as(result, [0] * len(nest.flatten(result)))
+    flat = nest.flatten(result, expand_composites=True)
+    return nest.pack_sequence_as(result, [0] * len(flat), expand_composites=True)
 
 
 def _check_same(what, a_name, a_res, a_flat, b_name, b_res, b_flat):
@@ -376,17 +386,24 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         raise NotImplementedError("tf.while_loop: shape_invariants are not supported; loop "
                                   "variables keep their shapes")
     spread = isinstance(loop_vars, (list, tuple))
-    flat = [_as_tensor(v) for v in nest.flatten(loop_vars)]
-    structure = nest.pack_sequence_as(loop_vars, flat)
+    flat = [_as_tensor(v) for v in nest.flatten(loop_vars, expand_composites=True)]
+    structure = nest.pack_sequence_as(loop_vars, flat, expand_composites=True)
     trace = context().trace
     if trace is None:
         return _eager_while(cond, body, structure, spread, maximum_iterations)
     maximum_iterations = _static_int(maximum_iterations)
     carried = []
-    for _ in range(8):  # retrace once more for each Variable the body turns out to assign
+    # Retrace once more for each Variable the body turns out to assign, and for loop variables
+    # that take their type from the body (a TensorArray's element shape, from its first write).
+    for _ in range(8):
         c_tr, c_res, c_flat = _trace("while_cond", cond, flat, trace, structure, carried,
                                      assignable=False)
         b_tr, b_res, b_flat = _trace("while_body", body, flat, trace, structure, carried)
+        refined = nest.refine_composites(structure, _one_var_body(structure, b_res, b_flat)[0])
+        if refined is not None:
+            flat = [_as_tensor(v) for v in nest.flatten(refined, expand_composites=True)]
+            structure = nest.pack_sequence_as(refined, flat, expand_composites=True)
+            continue
         new = [v for v in _assigned([b_tr]) if all(v is not w for w in carried)]
         if not new:
             break
@@ -405,7 +422,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     outs = _emit(WHILE, init + caps, {"cond": cond_g, "body": body_g, "n_vars": n_vars,
                                       "maximum_iterations": maximum_iterations})
     _assign_after(carried, outs[len(flat):])
-    return nest.pack_sequence_as(structure, outs[:len(flat)])
+    return nest.pack_sequence_as(structure, outs[:len(flat)], expand_composites=True)
 
 
 def _one_var_body(structure, res, flat):
@@ -430,10 +447,19 @@ def _eager_while(cond, body, state, spread, maximum_iterations):
         new = body(*state) if spread else body(state)
         new, _ = _one_var_body(state, new, None)
         _check_structure("tf.while_loop", "loop_vars", _as_list(state), "body", _as_list(new))
-        flat = [_as_tensor(v) for v in nest.flatten(new)]
-        state = nest.pack_sequence_as(state, flat)
+        flat = [_as_tensor(v) for v in nest.flatten(new, expand_composites=True)]
+        # the body's values (its TensorArrays too) in the loop variables' containers
+        state = nest.pack_sequence_as(_containers_of(state, new), flat, expand_composites=True)
         i += 1
     return state
+
+
+def _containers_of(state, new):
+    """``new`` in ``state``'s top-level container: a body may return a tuple for a list."""
+    if isinstance(state, (list, tuple)) and not hasattr(state, "_fields") and \
+            type(new) is not type(state):
+        return type(state)(new)
+    return new
 
 
 def _static_int(n):

@@ -173,6 +173,11 @@ class Function:
             args = self._check_signature(args, kwargs)
             kwargs = {}
         structure = (args, kwargs)
+        composite = nest.find_composite(structure)
+        if composite is not None:
+            raise TypeError(f"{self._name}: a {type(composite).__name__} cannot be an argument of "
+                            "a tf.function here; make it inside the function, or pass its "
+                            "tensors (TensorArray.stack())")
         leaves = nest.flatten(structure)
         key, tensors, shapes = self._key(structure, leaves)
         concrete = self._cache.get(key)
@@ -340,7 +345,7 @@ class Function:
         full, kwargs = self._args(args, kwargs)
         with tracing(tracer):
             result = self.python_function(*full, **kwargs)
-            flat_out = nest.flatten(result)
+            flat_out = nest.flatten(result, expand_composites=True)
             out_ids = []
             for r in flat_out:
                 if r is None:
@@ -533,7 +538,7 @@ class ConcreteFunction:
         self.graph = graph
         self.name = name
         self._outputs_template = structured_outputs
-        self._n_outputs = len(nest.flatten(structured_outputs))
+        self._n_outputs = len(nest.flatten(structured_outputs, expand_composites=True))
         self._n_inputs = len(graph.inputs)
         self._single_output = isinstance(structured_outputs, Tensor)
         # A plain dict of tensors (Keras's logs): its keys in flattening (sorted) order, and
@@ -598,7 +603,7 @@ class ConcreteFunction:
             flat_keys, keys = self._flat_dict
             by_key = dict(zip(flat_keys, outs))
             return {k: by_key[k] for k in keys}
-        return nest.pack_sequence_as(template, list(outs))
+        return nest.pack_sequence_as(template, list(outs), expand_composites=True)
 
     def pretty_printed_graph(self):
         return str(self.graph)
