@@ -19,6 +19,7 @@ from .core.registry import (  # noqa: F401
 from .core.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from .core.context import init_scope  # noqa: F401
 from .tracing import TensorSpec, TraceError, function  # noqa: F401
+from .tracing import autograph  # noqa: F401
 from .tracing.control_flow import cond, map_fn, while_loop  # noqa: F401
 from . import config  # noqa: F401
 from .device import device  # noqa: F401  (tf.device("/GPU:0"): where new tensors are born)
