@@ -28,6 +28,7 @@ __all__ = ["convert", "converted_call", "do_not_convert", "to_code", "is_marked_
 
 _log = logging.getLogger("tapeflow.autograph")
 _SKIP_ATTR = "__tapeflow_do_not_convert__"
+_CONVERTED_ATTR = "__tapeflow_autograph_converted__"
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _LIBRARY_DIRS = tuple({os.path.abspath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib",
                                                                 "platlib")
@@ -78,7 +79,7 @@ def is_marked_do_not_convert(func):
 
 def convert(func):
     """``func`` with its control flow converted, or ``func`` itself where it is left alone."""
-    if is_marked_do_not_convert(func):
+    if is_marked_do_not_convert(func) or getattr(func, _CONVERTED_ATTR, False):
         return func
     if isinstance(func, functools.partial):
         inner = convert(func.func)
@@ -196,6 +197,7 @@ def _rebuild(func, code):
     new.__doc__ = func.__doc__
     new.__dict__.update(func.__dict__)
     new.__wrapped__ = func
+    setattr(new, _CONVERTED_ATTR, True)
     return new
 
 

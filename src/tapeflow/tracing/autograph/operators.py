@@ -85,22 +85,23 @@ def if_exp(test, body, orelse, where):
 
 
 # --- if ------------------------------------------------------------------------------------------
-def if_stmt(test, body, orelse, get_state, set_state, names, assigned, where):
-    """``if test: body() else: orelse()``; ``assigned`` holds the names each branch assigns."""
+def if_stmt(test, body, orelse, get_state, set_state, names, live, assigned, where):
+    """``if test: body() else: orelse()``.  ``names``: the variables the branches assign (the
+    state); ``live``: those read after the statement; ``assigned``: each branch's names."""
     if not _is_graph(test):
         if test:
             body()
         else:
             orelse()
         return
-    _graph_if(test, body, orelse, get_state, set_state, names, assigned, where)
+    _graph_if(test, body, orelse, get_state, set_state, names, live, assigned, where)
 
 
-def _graph_if(test, body, orelse, get_state, set_state, names, assigned, where):
+def _graph_if(test, body, orelse, get_state, set_state, names, live, assigned, where):
     init = get_state()
-    # a variable with no value before the statement that no branch assigns is not its output
-    keep = [k for k, n in enumerate(names)
-            if not is_undefined(init[k]) or n in assigned[0] or n in assigned[1]]
+    # the outputs: variables read afterwards that have a value before or get one in a branch
+    keep = [k for k, n in enumerate(names) if n in live and (
+        not is_undefined(init[k]) or n in assigned[0] or n in assigned[1])]
     seen = {}
 
     def branch(fn, label):
@@ -166,21 +167,22 @@ def _sketch(value):
 
 
 # --- while ---------------------------------------------------------------------------------------
-def while_stmt(test, body, get_state, set_state, names, live, where):
-    """``while test(): body()``; ``live`` are the state names read after the loop."""
+def while_stmt(test, body, get_state, set_state, names, carry, live, where):
+    """``while test(): body()``.  ``names``: the variables the loop assigns; ``carry``: those
+    it reads or that are read after it (the loop variables); ``live``: those read after it."""
     while True:
         value = test()
         if _is_graph(value):   # (possibly after Python iterations made a variable a tensor)
-            _graph_while(test, body, get_state, set_state, names, live, where)
+            _graph_while(test, body, get_state, set_state, names, carry, live, where)
             return
         if not value:
             return
         body()
 
 
-def _graph_while(test, body, get_state, set_state, names, live, where):
+def _graph_while(test, body, get_state, set_state, names, carry, live, where):
     init = list(get_state())
-    carried = [k for k in range(len(names)) if not is_undefined(init[k])]
+    carried = [k for k, n in enumerate(names) if n in carry and not is_undefined(init[k])]
     created = [k for k in range(len(names)) if is_undefined(init[k]) and names[k] in live]
     if created:
         # Made inside the loop and used after it (a `return` in the loop, say): trace the
@@ -258,24 +260,25 @@ def range_aware(func, *args, **kwargs):
     return func(*args, **kwargs)
 
 
-def for_stmt(iterable, extra_test, body, get_state, set_state, names, live, where):
-    """``for x in iterable: body(x)`` while ``extra_test()`` (break, return) holds."""
+def for_stmt(iterable, extra_test, body, get_state, set_state, names, carry, live, where):
+    """``for x in iterable: body(x)`` while ``extra_test()`` (break, return) holds; the names
+    as for ``while_stmt``."""
     if isinstance(iterable, SymbolicRange) or _is_graph(iterable):
-        _graph_for(iterable, extra_test, body, get_state, set_state, names, live, where)
+        _graph_for(iterable, extra_test, body, get_state, set_state, names, carry, live, where)
         return
     for item in iterable:
         if extra_test is not None:
             go_on = extra_test()
             if _is_graph(go_on):   # a break on a tensor condition: guard the rest in the graph
                 _graph_if(go_on, lambda item=item: body(item), lambda: None, get_state,
-                          set_state, names, (names, ()), where)
+                          set_state, names, carry, (names, ()), where)
                 continue
             if not go_on:
                 break
         body(item)
 
 
-def _graph_for(iterable, extra_test, body, get_state, set_state, names, live, where):
+def _graph_for(iterable, extra_test, body, get_state, set_state, names, carry, live, where):
     index = [None]
     if isinstance(iterable, SymbolicRange):
         start, limit, delta = iterable.start, iterable.limit, iterable.delta
@@ -294,6 +297,8 @@ def _graph_for(iterable, extra_test, body, get_state, set_state, names, live, wh
         tensor = iterable.value() if isinstance(iterable, Variable) else iterable
         if not tuple(tensor.shape):
             raise located(where, "cannot iterate over a scalar tensor", TypeError)
+        if tuple(tensor.shape)[0] == 0:
+            return   # no rows in this trace's shape: the loop runs no times
         index[0] = convert_to_tensor(0)
         length = shape(tensor)[0]
 
@@ -318,7 +323,9 @@ def _graph_for(iterable, extra_test, body, get_state, set_state, names, live, wh
         set_state(tuple(values[:-1]))
         index[0] = values[-1]
 
-    _graph_while(test, step, get, set_, tuple(names) + ("ag_for_index",), live, where)
+    index_name = ("ag_for_index",)
+    _graph_while(test, step, get, set_, tuple(names) + index_name, tuple(carry) + index_name,
+                 live, where)
 
 
 def _range_start(start, limit, delta):

@@ -134,26 +134,31 @@ class ControlFlowTransformer(ast.NodeTransformer):
         node.orelse = self._block(node.orelse) if node.orelse else []
         test = self.visit(node.test)
         k = next(self._ids)
+        # every variable the branches assign is reset before each branch; those read after
+        # the statement (``live``) are its outputs
         modified = assigned_names(node.body + node.orelse)
-        state = [n for n in modified if n in node.live_out]
-        body_names = [n for n in assigned_names(node.body) if n in state]
-        else_names = [n for n in assigned_names(node.orelse) if n in state] if node.orelse else []
+        live = [n for n in modified if n in node.live_out]
+        body_names = assigned_names(node.body)
+        else_names = assigned_names(node.orelse) if node.orelse else []
         stmts = [self._def(f"ag__if_body_{k}", [], node.body, modified),
                  self._def(f"ag__else_body_{k}", [], node.orelse, modified)]
-        stmts += self._state_fns(k, state)
+        stmts += self._state_fns(k, modified)
         stmts.append(ast.Expr(value=_call(
             "if_stmt", test, _load(f"ag__if_body_{k}"), _load(f"ag__else_body_{k}"),
-            _load(f"ag__get_state_{k}"), _load(f"ag__set_state_{k}"), _str_tuple(state),
+            _load(f"ag__get_state_{k}"), _load(f"ag__set_state_{k}"), _str_tuple(modified),
+            _str_tuple(live),
             ast.Tuple(elts=[_str_tuple(body_names), _str_tuple(else_names)], ctx=ast.Load()),
             self._where(node, "if"))))
         return self._located(stmts, node)
 
-    def _loop_state(self, node, extra):
-        modified = assigned_names([node]) + [n for n in extra if n not in assigned_names([node])]
+    def _loop_state(self, node):
+        """All names the loop assigns; those it carries (read after it or in it); those read
+        after it."""
+        modified = assigned_names([node])
         reads = read_names([node])
-        state = [n for n in modified if n in node.live_out or n in reads]
-        live = [n for n in state if n in node.live_out]
-        return modified, state, live
+        carry = [n for n in modified if n in node.live_out or n in reads]
+        live = [n for n in carry if n in node.live_out]
+        return modified, carry, live
 
     def _extra_tests(self, node):
         flags = getattr(node, "ag_extra_tests", [])
@@ -173,15 +178,15 @@ class ControlFlowTransformer(ast.NodeTransformer):
         extra = self._extra_tests(node)
         if extra:
             test = _call("and_", *[_thunk(e) for e in extra + [test]])
-        modified, state, live = self._loop_state(node, [])
+        modified, carry, live = self._loop_state(node)
         stmts = self._flag_inits(node)
         stmts.append(self._def(f"ag__loop_test_{k}", [], [ast.Return(value=test)], []))
         stmts.append(self._def(f"ag__loop_body_{k}", [], node.body, modified))
-        stmts += self._state_fns(k, state)
+        stmts += self._state_fns(k, modified)
         stmts.append(ast.Expr(value=_call(
             "while_stmt", _load(f"ag__loop_test_{k}"), _load(f"ag__loop_body_{k}"),
-            _load(f"ag__get_state_{k}"), _load(f"ag__set_state_{k}"), _str_tuple(state),
-            _str_tuple(live), self._where(node, "while"))))
+            _load(f"ag__get_state_{k}"), _load(f"ag__set_state_{k}"), _str_tuple(modified),
+            _str_tuple(carry), _str_tuple(live), self._where(node, "while"))))
         return self._located(stmts, node)
 
     def visit_For(self, node):
@@ -193,7 +198,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
                                 keywords=iterable.keywords)
         k = next(self._ids)
         extra = self._extra_tests(node)
-        modified, state, live = self._loop_state(node, [])
+        modified, carry, live = self._loop_state(node)
         stmts = self._flag_inits(node)
         if extra:
             stmts.append(self._def(f"ag__extra_test_{k}", [], [ast.Return(
@@ -205,11 +210,11 @@ class ControlFlowTransformer(ast.NodeTransformer):
         bind = ast.Assign(targets=[node.target], value=_load("ag__item"))
         ast.copy_location(bind, node)
         stmts.append(self._def(f"ag__loop_body_{k}", ["ag__item"], [bind] + node.body, modified))
-        stmts += self._state_fns(k, state)
+        stmts += self._state_fns(k, modified)
         stmts.append(ast.Expr(value=_call(
             "for_stmt", iterable, extra_fn, _load(f"ag__loop_body_{k}"),
-            _load(f"ag__get_state_{k}"), _load(f"ag__set_state_{k}"), _str_tuple(state),
-            _str_tuple(live), self._where(node, "for"))))
+            _load(f"ag__get_state_{k}"), _load(f"ag__set_state_{k}"), _str_tuple(modified),
+            _str_tuple(carry), _str_tuple(live), self._where(node, "for"))))
         return self._located(stmts, node)
 
     def _located(self, stmts, node):
