@@ -22,7 +22,7 @@ import weakref
 from . import operators, values
 from .errors import ConversionError
 from .lowering import lower_loop_jumps, lower_returns
-from .transformer import ControlFlowTransformer
+from .transformer import ControlFlowTransformer, is_generated
 
 __all__ = ["convert", "converted_call", "do_not_convert", "to_code", "is_marked_do_not_convert"]
 
@@ -143,6 +143,8 @@ def _convert_code(func):
 
 def _transform(func, source):
     code = func.__code__
+    if "ag__" in code.co_freevars:
+        return None        # made by a conversion already (a def nested in converted code)
     filename = code.co_filename
     first_line = source.splitlines()[0]
     indent = len(first_line) - len(first_line.lstrip())
@@ -207,6 +209,13 @@ class _CallConverter(ast.NodeTransformer):
 
     def visit_body(self, fn):
         fn.body = [self.visit(s) for s in fn.body]
+
+    def visit_FunctionDef(self, node):     # a user's nested def or lambda: as it is
+        if is_generated(node):
+            self.generic_visit(node)
+        return node
+
+    visit_Lambda = visit_FunctionDef
 
     def visit_Call(self, node):
         self.generic_visit(node)

@@ -36,6 +36,16 @@ def _is_graph(value):
     return isinstance(value, Tensor) and context().trace is not None
 
 
+def _condition(value, where):
+    """A tensor condition of a statement: it must be a scalar bool, as for tf.cond."""
+    shape_, dtype = tuple(value.shape), value.dtype.name
+    if shape_ or dtype != "bool":
+        raise located(where, f"the condition is a {dtype}{list(shape_)} tensor; a Python `if`, "
+                             "`while` or `and`/`or`/`not` on a tensor needs a scalar bool "
+                             "(reduce it, e.g. with tf.reduce_all, or use tf.where)", TypeError)
+    return value
+
+
 def _label(name):
     return "the return value" if name == _RETVAL else f"'{name}'"
 
@@ -77,6 +87,7 @@ def _bool_tensor(value):
 def if_exp(test, body, orelse, where):
     if not _is_graph(test):
         return body() if test else orelse()
+    _condition(test, where)
     try:
         return cond(test, body, orelse)
     except ValueError as e:
@@ -98,6 +109,7 @@ def if_stmt(test, body, orelse, get_state, set_state, names, live, assigned, whe
 
 
 def _graph_if(test, body, orelse, get_state, set_state, names, live, assigned, where):
+    _condition(test, where)
     init = get_state()
     # the outputs: variables read afterwards that have a value before or get one in a branch
     keep = [k for k, n in enumerate(names) if n in live and (
@@ -173,6 +185,7 @@ def while_stmt(test, body, get_state, set_state, names, carry, live, where):
     while True:
         value = test()
         if _is_graph(value):   # (possibly after Python iterations made a variable a tensor)
+            _condition(value, where)
             _graph_while(test, body, get_state, set_state, names, carry, live, where)
             return
         if not value:

@@ -20,7 +20,7 @@ import itertools
 
 from .analysis import GENERATED_PREFIX, annotate_liveness, assigned_names, read_names
 
-__all__ = ["ControlFlowTransformer"]
+__all__ = ["ControlFlowTransformer", "is_generated"]
 
 _AG = "ag__"
 
@@ -34,7 +34,16 @@ def _call(attr, *args):
 
 
 def _thunk(expr):
-    return ast.Lambda(args=_no_args(), body=expr)
+    lam = ast.Lambda(args=_no_args(), body=expr)
+    lam.ag_generated = True
+    return lam
+
+
+def is_generated(node):
+    """A def or lambda the converter made (user ones are left as they are)."""
+    if isinstance(node, ast.Lambda):
+        return getattr(node, "ag_generated", False)
+    return node.name.startswith(GENERATED_PREFIX)
 
 
 def _no_args(*names):
@@ -252,9 +261,14 @@ class _LoadGuard(ast.NodeTransformer):
         fn.body = [self.visit(s) for s in fn.body]
 
     def visit_FunctionDef(self, node):
-        if node.name.startswith("ag__get_state_"):
-            return node                    # reads the state as it is, unbound included
+        if node.name.startswith("ag__get_state_") or not is_generated(node):
+            return node    # reads the state as it is, unbound included; user defs as they are
         self.generic_visit(node)
+        return node
+
+    def visit_Lambda(self, node):
+        if is_generated(node):
+            self.generic_visit(node)
         return node
 
     def visit_Name(self, node):
