@@ -12,37 +12,49 @@ __all__ = ["assigned_names", "read_names", "annotate_liveness", "GENERATED_PREFI
 
 GENERATED_PREFIX = "ag__"
 
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
-           ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_BLOCKS = ("body", "orelse", "finalbody", "handlers")
 
 
-def _walk_scope(nodes):
-    """The nodes of ``nodes``, not descending into nested functions, classes or comprehensions
-    (their own names are local to them); a nested def or class is itself yielded."""
-    stack = list(nodes)[::-1]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, _SCOPES) and not (  # a converted inner statement's functions
-                isinstance(node, ast.FunctionDef) and node.name.startswith(GENERATED_PREFIX)):
-            continue
-        stack.extend(list(ast.iter_child_nodes(node))[::-1])
+def _targets(stmt):
+    """The expressions a statement binds or deletes."""
+    if isinstance(stmt, (ast.Assign, ast.Delete)):
+        return stmt.targets
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        return [stmt.target]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+    return []
 
 
 def assigned_names(nodes):
-    """Names bound (or deleted) by ``nodes`` in the enclosing function's scope, in order."""
+    """Names bound (or deleted) by the statements ``nodes`` in the enclosing function's scope,
+    in order (not those of nested functions, classes or comprehensions; the converter's own
+    functions count with the names they declare ``nonlocal``)."""
     out = {}
-    for node in _walk_scope(nodes):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            out.setdefault(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.setdefault(node.name)
-        elif isinstance(node, ast.Nonlocal):      # a converted inner statement's body
+    stack = list(nodes)[::-1]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _DEFS):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith(GENERATED_PREFIX):
+                stack.extend(node.body[::-1])      # a converted inner statement's functions
+            else:
+                out.setdefault(node.name)
+            continue
+        if isinstance(node, ast.Nonlocal):
             for name in node.names:
                 out.setdefault(name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 out.setdefault((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.setdefault(node.name)
+        for target in _targets(node):
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+                    out.setdefault(sub.id)
+        for field in _BLOCKS:
+            stack.extend(getattr(node, field, ())[::-1])
     return [n for n in out if not n.startswith(GENERATED_PREFIX)]
 
 
@@ -58,24 +70,27 @@ def read_names(nodes):
     return out
 
 
-def annotate_liveness(body, live_after=frozenset()):
-    """Set ``node.live_out`` (names possibly read after it) on every compound statement of
-    ``body`` and of its nested blocks (not inside nested functions)."""
-    for k, stmt in enumerate(body):
-        later = read_names(body[k + 1:])
-        live = frozenset(live_after | later)
-        stmt.live_out = live
+def annotate_liveness(body, live_after=frozenset(), reads=None):
+    """Set ``node.live_out`` (names possibly read after it) on every statement of ``body`` and
+    of its nested blocks (not inside nested functions)."""
+    reads = {} if reads is None else reads     # statement -> the names it reads, once each
+    for stmt in body:
+        if stmt not in reads:
+            reads[stmt] = frozenset(read_names([stmt]))
+    later = set(live_after)
+    for stmt in reversed(body):     # what the statements after each one read, built backwards
+        stmt.live_out = live = frozenset(later)
+        later |= reads[stmt]
         if isinstance(stmt, (ast.While, ast.For)):
-            inner = live | read_names([stmt])
-            annotate_liveness(stmt.body, inner)
-            annotate_liveness(stmt.orelse, live)
+            annotate_liveness(stmt.body, live | reads[stmt], reads)
+            annotate_liveness(stmt.orelse, live, reads)
         elif isinstance(stmt, ast.If):
-            annotate_liveness(stmt.body, live)
-            annotate_liveness(stmt.orelse, live)
+            annotate_liveness(stmt.body, live, reads)
+            annotate_liveness(stmt.orelse, live, reads)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            annotate_liveness(stmt.body, live)
+            annotate_liveness(stmt.body, live, reads)
         elif isinstance(stmt, ast.Try):
             for block in (stmt.body, stmt.orelse, stmt.finalbody):
-                annotate_liveness(block, live)
+                annotate_liveness(block, live, reads)
             for handler in stmt.handlers:
-                annotate_liveness(handler.body, live)
+                annotate_liveness(handler.body, live, reads)

@@ -36,7 +36,7 @@ _LIBRARY_DIRS = tuple({os.path.abspath(p) + os.sep for key in ("stdlib", "platst
 # builtins that look at the calling frame: a call through converted_call would break them
 _FRAME_BUILTINS = frozenset({"super", "locals", "globals", "vars", "eval", "exec", "dir"})
 
-_converted_code = {}                            # code object -> (code, source) or None
+_converted_code = {}                            # code object -> (code, its ast) or None
 _converted_fns = weakref.WeakKeyDictionary()    # function -> its converted function
 
 
@@ -113,7 +113,7 @@ def to_code(func):
     if entry is None:
         raise ValueError(f"{func!r} cannot be converted: its source is unavailable or it is a "
                          "lambda or generator")
-    return entry[1]
+    return ast.unparse(entry[1])
 
 
 def _user_function(func):
@@ -167,7 +167,6 @@ def _transform(func, source):
         _CallConverter().visit_body(fn)
     except ConversionError as e:
         raise e.kind(f"{filename}, line {e.lineno}: {e.message}") from None
-    converted_source = ast.unparse(fn)
     if "__class__" in code.co_freevars:     # zero-argument super() needs the cell
         keep = ast.Expr(value=ast.Name(id="__class__", ctx=ast.Load()))
         fn.body.insert(0, ast.copy_location(keep, fn.body[0]))
@@ -185,7 +184,7 @@ def _transform(func, source):
     factory_code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
     fn_code = next(c for c in factory_code.co_consts
                    if isinstance(c, types.CodeType) and c.co_name == fn.name)
-    return fn_code, converted_source
+    return fn_code, fn
 
 
 def _rebuild(func, code):

@@ -228,8 +228,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
 
     def _located(self, stmts, node):
         for s in stmts:
-            ast.copy_location(s, node)
-            ast.fix_missing_locations(s)
+            _locate(s, node)
         return stmts
 
     # --- expressions ---------------------------------------------------------------------------
@@ -249,6 +248,19 @@ class ControlFlowTransformer(ast.NodeTransformer):
         return ast.copy_location(_call("if_exp", node.test, _thunk(node.body), _thunk(node.orelse),
                                        ast.Constant(value=f"{self._filename}, line {node.lineno}, "
                                                           "conditional expression")), node)
+
+
+def _locate(new, old):
+    """Give ``new`` and its generated descendants ``old``'s location; the user's nodes inside
+    keep theirs (and are not walked again)."""
+    stack = [new]
+    while stack:
+        node = stack.pop()
+        if "lineno" in node._attributes:
+            if getattr(node, "lineno", None) is not None and node is not new:
+                continue                                 # a user's node: located already
+            ast.copy_location(node, old)
+        stack.extend(ast.iter_child_nodes(node))
 
 
 class _LoadGuard(ast.NodeTransformer):
