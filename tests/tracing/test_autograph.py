@@ -580,3 +580,35 @@ def test_non_scalar_condition_names_line():
     with pytest.raises(TypeError, match=r"line \d+, `if` statement: the condition is a "
                                         r"bool\[2\] tensor"):
         tf.function(f)(tf.constant([1.0, -2.0]))
+
+
+class _Base:
+    def f(self, x):
+        return x * 2.0
+
+
+class _Derived(_Base):
+    def f(self, x):
+        if x > 0:
+            x = x + 1.0
+        return super().f(x)     # zero-argument super() in a converted method
+
+
+def test_method_with_zero_argument_super():
+    f = tf.function(_Derived().f)
+    assert f(tf.constant(1.0)).numpy() == 4.0 and f(tf.constant(-1.0)).numpy() == -2.0
+
+
+def test_source_unavailable_runs_unconverted(caplog):
+    namespace = {"tf": tf}
+    exec("def no_source(x):\n    return x + 1.0\n", namespace)
+    with caplog.at_level("DEBUG", logger="tapeflow.autograph"):
+        assert tf.function(namespace["no_source"])(tf.constant(1.0)).numpy() == 2.0
+    assert "source of no_source is unavailable" in caplog.text
+
+
+def test_conversion_is_cached_per_function():
+    converted = tf.autograph.to_graph(cases.if_one_var)
+    assert tf.autograph.to_graph(cases.if_one_var) is converted
+    assert tf.autograph.to_graph(converted) is converted
+    assert converted.__code__ is not cases.if_one_var.__code__
