@@ -612,3 +612,40 @@ def test_conversion_is_cached_per_function():
     assert tf.autograph.to_graph(cases.if_one_var) is converted
     assert tf.autograph.to_graph(converted) is converted
     assert converted.__code__ is not cases.if_one_var.__code__
+
+
+def _helper_with_for_else(values):
+    for v in values:
+        if v < 0:
+            break
+    else:
+        return 1.0
+    return -1.0
+
+
+def test_called_function_that_cannot_be_converted_runs_as_written():
+    @tf.function
+    def f(x):
+        return x * _helper_with_for_else([1, 2])
+
+    with pytest.warns(UserWarning, match="AutoGraph could not convert.*for/else"):
+        assert f(tf.constant(3.0)).numpy() == 3.0
+
+
+def test_converted_functions_are_not_kept_alive():
+    import gc
+    import weakref
+
+    def make():
+        def g(x):
+            if x > 0:
+                x = -x
+            return x
+        return g
+
+    g = make()
+    assert tf.function(g)(tf.constant(2.0)).numpy() == -2.0
+    ref = weakref.ref(g)
+    del g
+    gc.collect()
+    assert ref() is None

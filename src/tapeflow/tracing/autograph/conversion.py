@@ -17,6 +17,7 @@ import os
 import sysconfig
 import textwrap
 import types
+import warnings
 import weakref
 
 from . import operators, values
@@ -38,6 +39,7 @@ _FRAME_BUILTINS = frozenset({"super", "locals", "globals", "vars", "eval", "exec
 
 _converted_code = {}                            # code object -> (code, its ast) or None
 _converted_fns = weakref.WeakKeyDictionary()    # function -> its converted function
+_user_code = {}                                 # code object -> whether it is the user's
 
 
 class _Namespace:
@@ -102,8 +104,22 @@ def convert(func):
 
 
 def converted_call(func, *args, **kwargs):
-    """A call made by converted code: user functions it calls are converted too."""
-    return convert(func)(*args, **kwargs)
+    """A call made by converted code: user functions it calls are converted too.  One that
+    cannot be converted runs as written, with a warning (as in TensorFlow)."""
+    try:
+        target = convert(func)
+    except (NotImplementedError, ValueError, SyntaxError) as e:
+        warnings.warn(f"AutoGraph could not convert {getattr(func, '__qualname__', func)!r} "
+                      f"and runs it as written: {e}", stacklevel=2)
+        _give_up(func)
+        target = func
+    return target(*args, **kwargs)
+
+
+def _give_up(func):
+    code = getattr(getattr(func, "__func__", func), "__code__", None)
+    if code is not None:
+        _converted_code[code] = None
 
 
 def to_code(func):
@@ -118,11 +134,15 @@ def to_code(func):
 
 def _user_function(func):
     code = func.__code__
-    if code.co_name == "<lambda>" or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
-                                                      | inspect.CO_ASYNC_GENERATOR):
-        return False
-    path = os.path.abspath(code.co_filename)
-    return not (path.startswith(_PACKAGE_DIR + os.sep) or path.startswith(_LIBRARY_DIRS))
+    user = _user_code.get(code)
+    if user is None:
+        path = os.path.abspath(code.co_filename)
+        user = _user_code[code] = not (
+            code.co_name == "<lambda>"
+            or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
+                                | inspect.CO_ASYNC_GENERATOR)
+            or path.startswith(_PACKAGE_DIR + os.sep) or path.startswith(_LIBRARY_DIRS))
+    return user
 
 
 def _convert_code(func):
@@ -196,8 +216,7 @@ def _rebuild(func, code):
     new.__qualname__ = func.__qualname__
     new.__module__ = func.__module__
     new.__doc__ = func.__doc__
-    new.__dict__.update(func.__dict__)
-    new.__wrapped__ = func
+    new.__dict__.update(func.__dict__)   # (no __wrapped__: the cache's value would keep its key)
     setattr(new, _CONVERTED_ATTR, True)
     return new
 
