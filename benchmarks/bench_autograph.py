@@ -137,7 +137,8 @@ def main():
 
     lines = len(conversion.inspect.getsource(train_step).splitlines())
     print(f"train_step: {lines} lines")
-    print(f"convert (source -> code object)       {convert * 1e3:8.2f} ms  (median of {args.repeats})")
+    print(f"convert (source -> code object)        {convert * 1e3:8.2f} ms  "
+          f"(median of {args.repeats})")
     print(f"first call (convert + trace + compile) {first * 1e3:8.2f} ms")
     print(f"first call, plain step, autograph=True  {plain_on * 1e3:8.2f} ms")
     print(f"first call, plain step, autograph=False {plain_off * 1e3:8.2f} ms")

@@ -154,7 +154,8 @@ def test_ifexp_basic():
 
 
 def test_ifexp_imbalanced_raises_value_error():
-    # TF: autograph/tests/basic_ifexp_test.py::test_imbalanced_conditional_expression_raises_value_error
+    # TF: autograph/tests/basic_ifexp_test.py::
+    #     test_imbalanced_conditional_expression_raises_value_error
     # (upstream's function also calls tf.autograph.trace, which tapeflow does not have)
     with pytest.raises(ValueError, match="must return the same nested structure in both branches"):
         tf.function(cases.ifexp_with_imbalanced_structure)(tf.constant([1.0]))

@@ -28,7 +28,6 @@ __all__ = ["if_stmt", "while_stmt", "for_stmt", "if_exp", "not_", "and_", "or_",
            "range_aware", "SymbolicRange"]
 
 _RETVAL = "ag_retval"
-_FLAGS = ("ag_do_return", "ag_break_", "ag_continue_")
 
 
 def _is_graph(value):

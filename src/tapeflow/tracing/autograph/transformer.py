@@ -8,7 +8,8 @@ Each ``if``/``while``/``for`` becomes small local functions plus one call::
         y = -x           def ag__else_body_1(): ...          nonlocal y
                                                              (y,) = ag__vars
                          ag__.if_stmt(x > 0, ag__if_body_1, ag__else_body_1, ag__get_state_1,
-                                      ag__set_state_1, ('y',), (('y',), ('y',)), 'f.py, line 2, `if`')
+                                      ag__set_state_1, ('y',), ('y',), (('y',), ('y',)),
+                                      'f.py, line 2, `if` statement')
 
 ``not``, ``and``/``or`` and ``a if c else b`` become ``ag__.not_``, ``ag__.and_``,
 ``ag__.or_`` and ``ag__.if_exp`` (tensors combine in the graph).  Every generated node takes
