@@ -650,3 +650,36 @@ def test_converted_functions_are_not_kept_alive():
     del g
     gc.collect()
     assert ref() is None
+
+
+class _ClippedStepModel(tf.keras.Model):
+    """A user's train_step with a tensor ``if``: fit traces it through tf.function, converted
+    (tapeflow's own Model.train_step is not converted: it has no tensor control flow)."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = tf.keras.layers.Dense(1)
+
+    def call(self, x):
+        return self.dense(x)
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((self(x) - y) ** 2)
+        grads = tape.gradient(loss, self.trainable_variables)
+        if loss > 1e3:                      # a tensor condition: tf.cond in fit's traced step
+            grads = [g * 0.0 for g in grads]
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        return {"loss": loss}
+
+
+def test_fit_traces_a_converted_user_train_step():
+    model = _ClippedStepModel()
+    model.compile(optimizer=tf.keras.optimizers.SGD(0.1))
+    x = np.array([[1.0], [2.0]], dtype="float32")
+    history = model.fit(x, 2.0 * x, epochs=2, batch_size=2, verbose=0)
+    assert history.history["loss"][1] < history.history["loss"][0]
+    names = [e.op.name for e in model.train_function.get_concrete_function(
+        (tf.constant(x), tf.constant(2.0 * x))).graph.eqns]
+    assert "If" in names
