@@ -683,3 +683,20 @@ def test_fit_traces_a_converted_user_train_step():
     names = [e.op.name for e in model.train_function.get_concrete_function(
         (tf.constant(x), tf.constant(2.0 * x))).graph.eqns]
     assert "If" in names
+
+
+def test_nonlocal_and_global_variables_in_converted_branches():
+    count = 0
+
+    def f(x, flag):
+        nonlocal count
+        if flag:
+            count += 1
+        if x > 0:
+            x = x * 2.0
+        return x
+
+    traced = tf.function(f)
+    assert traced(tf.constant(1.0), True).numpy() == 2.0
+    assert traced(tf.constant(-1.0), False).numpy() == -1.0
+    assert count == 1

@@ -69,6 +69,9 @@ class ControlFlowTransformer(ast.NodeTransformer):
         self._ids = itertools.count(1)
         self._globals = {n for node in ast.walk(fn) if isinstance(node, ast.Global)
                          for n in node.names}
+        # names the user declared nonlocal live in an enclosing function: never declared here
+        self._outer = {n for node in ast.walk(fn) if isinstance(node, ast.Nonlocal)
+                       for n in node.names}
         self._declared = set()       # names the converted statements share (declared up front)
 
     def convert(self):
@@ -78,7 +81,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
         params |= {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None}
         self._params = params
         fn.body = self._block(fn.body)
-        declared = sorted(self._declared - params - self._globals)
+        declared = sorted(self._declared - params - self._globals - self._outer)
         if declared:
             head = [ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store())],
                                value=_call("Undefined", ast.Constant(value=n))) for n in declared]
