@@ -700,3 +700,18 @@ def test_nonlocal_and_global_variables_in_converted_branches():
     assert traced(tf.constant(1.0), True).numpy() == 2.0
     assert traced(tf.constant(-1.0), False).numpy() == -1.0
     assert count == 1
+
+
+class _Scaler:
+    def __init__(self, factor):
+        self.factor = factor
+
+    def __call__(self, x):
+        if x > 0:
+            x = x * self.factor
+        return x
+
+
+def test_callable_object_is_converted():
+    f = tf.function(_Scaler(3.0))
+    assert f(tf.constant(2.0)).numpy() == 6.0 and f(tf.constant(-2.0)).numpy() == -2.0

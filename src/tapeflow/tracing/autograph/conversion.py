@@ -90,7 +90,15 @@ def convert(func):
     if isinstance(func, types.MethodType):
         inner = convert(func.__func__)
         return func if inner is func.__func__ else types.MethodType(inner, func.__self__)
-    if not isinstance(func, types.FunctionType) or not _user_function(func):
+    if not isinstance(func, types.FunctionType):
+        # a callable object of the user's class (tapeflow's Layers and Modules are not)
+        call = getattr(type(func), "__call__", None)
+        if isinstance(call, types.FunctionType) and not isinstance(func, type) \
+                and _user_function(call):
+            inner = convert(call)
+            return func if inner is call else types.MethodType(inner, func)
+        return func
+    if not _user_function(func):
         return func
     done = _converted_fns.get(func)
     if done is not None:
