@@ -21,6 +21,7 @@ from .core.registry import (  # noqa: F401
 from .core.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from .core.context import init_scope  # noqa: F401
 from .tracing import TensorSpec, TraceError, function  # noqa: F401
+from .tracing import autograph  # noqa: F401
 from .tracing.control_flow import cond, map_fn, while_loop  # noqa: F401
 from . import debugging, errors  # noqa: F401
 from .tensor_array import TensorArray  # noqa: F401

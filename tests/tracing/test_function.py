@@ -316,7 +316,7 @@ def masked(x):
 ])
 def test_asking_for_a_traced_value_is_a_clear_trace_error(fn, match):
     with pytest.raises(tf.TraceError, match=match):
-        tf.function(fn)(tf.constant([1.0, -2.0]))
+        tf.function(fn, autograph=False)(tf.constant([1.0, -2.0]))
     fn(tf.constant([1.0]) if fn is not to_float else tf.constant(1.0))  # eagerly they run
 
 

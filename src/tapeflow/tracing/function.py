@@ -28,6 +28,7 @@ from ..core import nest
 from ..core.context import PER_THREAD, context
 from ..core.tensor import Tensor, Variable, convert_to_tensor, variables_made_in_traces
 from ..dtypes import as_dtype, numpy_dtype
+from .autograph import convert as autograph_convert
 from .compiler import compile_graph, interpret, optimize
 from .ir import Graph
 from .tracer import SymbolicTensor, Tracer, tracing
@@ -90,15 +91,16 @@ def function(func=None, input_signature=None, reduce_retracing=False, jit_compil
                                  autograph=autograph,
                                  experimental_relax_shapes=experimental_relax_shapes, name=name)
     relax = bool(reduce_retracing or experimental_relax_shapes)
-    return Function(func, input_signature, relax, name)
+    return Function(func, input_signature, relax, name, autograph=autograph)
 
 
 class Function:
     """A traced Python function: a cache of ConcreteFunctions, one per signature."""
 
     def __init__(self, python_function, input_signature=None, reduce_retracing=False, name=None,
-                 instance=None):
+                 instance=None, autograph=True):
         self.python_function = python_function
+        self._autograph = autograph
         self.input_signature = None if input_signature is None else list(input_signature)
         if self.input_signature is not None:
             for spec in nest.flatten(self.input_signature):
@@ -124,7 +126,8 @@ class Function:
         bound = self._bound.get(instance)
         if bound is None:
             bound = Function(self.python_function, self.input_signature, self._reduce_retracing,
-                             self._name, instance=weakref.ref(instance))
+                             self._name, instance=weakref.ref(instance),
+                             autograph=self._autograph)
             self._bound[instance] = bound
         return bound
 
@@ -343,8 +346,11 @@ class Function:
                 traced_leaves.append(leaf)
         args, kwargs = nest.pack_sequence_as(structure, traced_leaves)
         full, kwargs = self._args(args, kwargs)
+        # AutoGraph: the one place the function is swapped for its converted form (cached)
+        traced_function = autograph_convert(self.python_function) if self._autograph \
+            else self.python_function
         with tracing(tracer):
-            result = self.python_function(*full, **kwargs)
+            result = traced_function(*full, **kwargs)
             flat_out = nest.flatten(result, expand_composites=True)
             out_ids = []
             for r in flat_out:

@@ -1,0 +1,96 @@
+"""Which names a statement assigns and reads, and which are read after it.
+
+A deliberately simple, conservative analysis (no kill sets): a name is *live
+after* a statement if any later statement of its block, or of an enclosing
+block, reads it, or if an enclosing loop reads it anywhere (the next
+iteration may).  Over-approximating only means a variable is carried through
+a ``tf.cond``/``tf.while_loop`` that did not need to be.
+"""
+import ast
+
+__all__ = ["assigned_names", "read_names", "annotate_liveness", "GENERATED_PREFIX"]
+
+GENERATED_PREFIX = "ag__"
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_BLOCKS = ("body", "orelse", "finalbody", "handlers")
+
+
+def _targets(stmt):
+    """The expressions a statement binds or deletes."""
+    if isinstance(stmt, (ast.Assign, ast.Delete)):
+        return stmt.targets
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        return [stmt.target]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+    return []
+
+
+def assigned_names(nodes):
+    """Names bound (or deleted) by the statements ``nodes`` in the enclosing function's scope,
+    in order (not those of nested functions, classes or comprehensions; the converter's own
+    functions count with the names they declare ``nonlocal``)."""
+    out = {}
+    stack = list(nodes)[::-1]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _DEFS):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith(GENERATED_PREFIX):
+                stack.extend(node.body[::-1])      # a converted inner statement's functions
+            else:
+                out.setdefault(node.name)
+            continue
+        if isinstance(node, ast.Nonlocal):
+            for name in node.names:
+                out.setdefault(name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                out.setdefault((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.setdefault(node.name)
+        for target in _targets(node):
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+                    out.setdefault(sub.id)
+        for field in _BLOCKS:
+            stack.extend(getattr(node, field, ())[::-1])
+    return [n for n in out if not n.startswith(GENERATED_PREFIX)]
+
+
+def read_names(nodes):
+    """Names read anywhere in ``nodes``, nested functions and lambdas included (closures)."""
+    out = set()
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                out.add(node.id)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                out.add(node.target.id)
+    return out
+
+
+def annotate_liveness(body, live_after=frozenset(), reads=None):
+    """Set ``node.live_out`` (names possibly read after it) on every statement of ``body`` and
+    of its nested blocks (not inside nested functions)."""
+    reads = {} if reads is None else reads     # statement -> the names it reads, once each
+    for stmt in body:
+        if stmt not in reads:
+            reads[stmt] = frozenset(read_names([stmt]))
+    later = set(live_after)
+    for stmt in reversed(body):     # what the statements after each one read, built backwards
+        stmt.live_out = live = frozenset(later)
+        later |= reads[stmt]
+        if isinstance(stmt, (ast.While, ast.For)):
+            annotate_liveness(stmt.body, live | reads[stmt], reads)
+            annotate_liveness(stmt.orelse, live, reads)
+        elif isinstance(stmt, ast.If):
+            annotate_liveness(stmt.body, live, reads)
+            annotate_liveness(stmt.orelse, live, reads)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            annotate_liveness(stmt.body, live, reads)
+        elif isinstance(stmt, ast.Try):
+            for block in (stmt.body, stmt.orelse, stmt.finalbody):
+                annotate_liveness(block, live, reads)
+            for handler in stmt.handlers:
+                annotate_liveness(handler.body, live, reads)

@@ -1,0 +1,4 @@
+"""``tf.autograph.experimental``."""
+from .conversion import do_not_convert
+
+__all__ = ["do_not_convert"]
