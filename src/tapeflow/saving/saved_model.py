@@ -25,13 +25,23 @@ import warnings
 
 import numpy as np
 
+from .. import backend
 from ..core import nest
 from ..core.tensor import Tensor, Variable, convert_to_tensor
-from ..tracing.function import ConcreteFunction, Function, TensorSpec, _PerShape
+from ..tracing.function import ConcreteFunction, TensorSpec
 from . import format as fmt
+from .arguments import bind, decode_arguments, decode_parameters, encode_arguments, \
+    encode_parameters, match
 from .format import LoadError, SaveError
+from .object_graph import ObjectGraphWriter, build_objects, concretes_of, tracked_variables
+from .signatures import decode_signature, describe_signature, signature_concretes
 
 __all__ = ["save", "load", "SaveOptions", "LoadOptions", "LoadError", "SaveError"]
+
+# The layout of a SavedModel's document (the graph encoding is format.FORMAT_VERSION's):
+# 1 saved the functions by attribute path and positional signatures; 2 adds the object graph,
+# each graph's call arguments and keyword signatures.  Both load.
+SAVED_MODEL_VERSION = 2
 
 
 class SaveOptions:
@@ -121,93 +131,79 @@ def encode_concrete(concrete, arrays, variables, *, custom_gradients, where, sig
     }
 
 
-def _concretes_of(value):
-    """The ConcreteFunctions an attribute holds: [] for anything but a function."""
-    if isinstance(value, ConcreteFunction):
-        return [(value, None)]
-    if isinstance(value, Function):
-        if value.input_signature is not None:
-            return [(value.get_concrete_function(), value.input_signature)]
-        found = []
-        for entry in value._cache.values():
-            if isinstance(entry, _PerShape):
-                found.extend((c, None) for c in entry._by_shape.values())
-            else:
-                found.append((entry, None))
-        return found
-    return []
+class _FunctionTable:
+    """The save's functions, each once (by identity): ``{id: [graph entry, ...]}``.  The id
+    is the function's first attribute path where that is a dotted name (``inner.double``),
+    else ``function_<n>``."""
 
+    def __init__(self, arrays, variables, custom_gradients):
+        self._arrays = arrays
+        self._variables = variables
+        self._custom = custom_gradients
+        self.entries = {}
+        self._ids = {}          # id(Function or ConcreteFunction) -> function id
+        self._where = {}        # id(ConcreteFunction) -> (function id, index)
+        self._held = []
 
-def function_attributes(obj, prefix="", seen=None):
-    """``{attribute path: [(ConcreteFunction, input_signature or None), ...]}`` of ``obj`` and
-    of the Modules in its attributes (``"child.f"`` for ``obj.child.f``, each Module once)."""
-    from ..module import Module
-    seen = {id(obj)} if seen is None else seen
-    out = {}
-    state = getattr(obj, "__dict__", {})
-    for name in sorted(state):
-        child = state[name]
-        if isinstance(child, Module) and id(child) not in seen and name.isidentifier() \
-                and not name.startswith("_"):
-            seen.add(id(child))
-            out.update(function_attributes(child, f"{prefix}{name}.", seen))
-    out.update(_own_functions(obj, prefix))
-    return out
+    def add(self, fn, path):
+        known = self._ids.get(id(fn))
+        if known is not None:
+            return known
+        concretes = concretes_of(fn)
+        if not concretes:
+            return None
+        fid = path if path and valid_function_name(path) and path not in self.entries \
+            else f"function_{len(self.entries)}"
+        while fid in self.entries:
+            fid += "_"
+        self._ids[id(fn)] = fid
+        self._held.append(fn)
+        self.entries[fid] = []
+        for index, (concrete, signature) in enumerate(concretes):
+            where = f"function '{path or fid}'"
+            entry = encode_concrete(concrete, self._arrays, self._variables,
+                                    custom_gradients=self._custom, where=where,
+                                    signature=signature)
+            arguments = concrete.structured_arguments
+            if arguments is None:  # a graph no tf.function traced: its tensors positionally
+                arguments = (tuple(concrete.structured_input_signature), {})
+            entry["arguments"] = encode_arguments(arguments, self._variables, where)
+            entry["parameters"] = encode_parameters(concrete.parameters)
+            self.entries[fid].append(entry)
+            self._where.setdefault(id(concrete), (fid, index))
+        return fid
 
-
-def _own_functions(obj, prefix):
-    out = {}
-    names = set(dir(type(obj))) | set(getattr(obj, "__dict__", {}))
-    for name in sorted(names):
-        if name.startswith("__") and name != "__call__":
-            continue
-        try:
-            static = inspect.getattr_static(obj, name)
-        except AttributeError:
-            continue
-        if not isinstance(static, (Function, ConcreteFunction)):
-            continue
-        concretes = _concretes_of(getattr(obj, name))
-        if concretes:
-            out[prefix + name] = concretes
-    return out
-
-
-def tracked_variables(obj):
-    variables = getattr(obj, "variables", ())
-    if callable(variables):
-        variables = variables()
-    return [v for v in variables if isinstance(v, Variable)]
+    def locate(self, concrete):
+        """``(function id, index)`` of a ConcreteFunction, saved now if it was not yet."""
+        if id(concrete) not in self._where:
+            self.add(concrete, None)
+        return self._where[id(concrete)]
 
 
 def save(obj, export_dir, signatures=None, options=None):
-    """Save ``obj``'s ``tf.function``s and Variables to the directory ``export_dir``."""
+    """Save ``obj``'s object graph (its Variables, sub-Modules, layers, containers and
+    ``tf.function``s) and its ``signatures`` to the directory ``export_dir``."""
     options = options or SaveOptions()
-    custom = options.experimental_custom_gradients
     arrays = fmt.ArrayWriter()
     table = _VariableTable(arrays)
     for v in tracked_variables(obj):
         table(v)
     n_tracked = len(table.entries)
-    functions = {}
-    for name, concretes in function_attributes(obj).items():
-        functions[name] = [encode_concrete(c, arrays, table, custom_gradients=custom,
-                                           where=f"function '{name}'", signature=sig)
-                           for c, sig in concretes]
+    functions = _FunctionTable(arrays, table, options.experimental_custom_gradients)
+    writer = ObjectGraphWriter(table, functions.add)
+    nodes = writer.add_root(obj)
+    root_functions = [writer.held(ref) for _, ref in nodes[0]["children"]
+                      if nodes[ref]["kind"] in ("function", "concrete_function")]
     encoded_signatures = {}
-    if signatures is not None:
-        if not isinstance(signatures, dict):
-            signatures = {"serving_default": signatures}
-        for name, fn in signatures.items():
-            concretes = _concretes_of(fn)
-            if len(concretes) != 1:
-                raise SaveError(f"signature '{name}' must be a ConcreteFunction or a tf.function "
-                                f"with an input_signature")
-            c, sig = concretes[0]
-            encoded_signatures[name] = encode_concrete(c, arrays, table, custom_gradients=custom,
-                                                       where=f"signature '{name}'", signature=sig)
-    document = {"kind": "saved_model", "variables": table.entries, "tracked_variables": n_tracked,
-                "functions": functions, "signatures": encoded_signatures}
+    for name, concrete in signature_concretes(obj, signatures, root_functions).items():
+        inputs, outputs = describe_signature(concrete, name)
+        fid, index = functions.locate(concrete)
+        encoded_signatures[name] = {"function": fid, "concrete": index, "inputs": inputs,
+                                    "outputs": outputs}
+    document = {"kind": "saved_model", "saved_model_version": SAVED_MODEL_VERSION,
+                "variables": table.entries, "tracked_variables": n_tracked,
+                "functions": functions.entries, "objects": nodes,
+                "signatures": encoded_signatures}
     fmt.write(export_dir, document, arrays)
 
 
@@ -275,6 +271,40 @@ class LoadedConcreteFunction(ConcreteFunction):
         super().__init__(graph, outputs, name, optimized=True)
         self.input_specs = input_specs
         self.input_signature = input_signature
+        # (inspect.Signature or None, the traced call bound to it); None in a version-1 save,
+        # whose graphs take their tensors positionally
+        self.saved_call = None
+
+    def call_tensors(self, args, kwargs, convert):
+        """The graph's input tensors for a call with these arguments, or None if this graph
+        was not traced for them (``convert``: Python and numpy values may become tensors)."""
+        if self.saved_call is None:
+            flat = _flatten_args(args, self)
+            if flat is None or kwargs:
+                return None
+            tensors = [_as_tensor(a, s) for a, s in zip(flat, self.input_specs)]
+            ok = all(t is not None for t in tensors) and self.accepts(tensors)
+            return tensors if ok else None
+        parameters, saved = self.saved_call
+        try:
+            call = bind(parameters, args, kwargs)
+        except TypeError:
+            return None
+        return match(saved, call, convert)
+
+    def __call__(self, *args, **kwargs):
+        """Positional or keyword arguments, as the traced function took them."""
+        tensors = self.call_tensors(args, kwargs, convert=True)
+        if tensors is None:
+            raise ValueError(f"{self.name} (loaded) was saved for arguments "
+                             f"{self.describe_arguments()}; it was called with "
+                             f"{_describe_call(args, kwargs)}")
+        return self._call_flat(tensors)
+
+    def describe_arguments(self):
+        if self.saved_call is None:
+            return "(" + ", ".join(repr(s) for s in self.input_specs) + ")"
+        return "(" + ", ".join(repr(v) for v in self.saved_call[1].values()) + ")"
 
     def accepts(self, tensors):
         return len(tensors) == len(self.input_specs) and all(
@@ -285,11 +315,14 @@ class LoadedConcreteFunction(ConcreteFunction):
         return list(self.input_specs)
 
 
+_ENTRY_KEYS = {"graph", "input_specs", "input_signature", "outputs"}
+_CALL_KEYS = {"arguments", "parameters"}  # SavedModel version 2: how the graph was called
+
+
 def decode_concrete(entry, arrays, variables, name, where):
-    if not (isinstance(entry, dict) and set(entry) == {"graph", "input_specs", "input_signature",
-                                                       "outputs"}):
+    if not (isinstance(entry, dict) and set(entry) in (_ENTRY_KEYS, _ENTRY_KEYS | _CALL_KEYS)):
         raise LoadError(f"{where}: a function entry is not {{graph, input_specs, "
-                        f"input_signature, outputs}}")
+                        f"input_signature, outputs[, arguments, parameters]}}")
     graph = fmt.decode_graph(entry["graph"], arrays, variables, where=where)
     specs = entry["input_specs"]
     if not isinstance(specs, list) or len(specs) != len(graph.inputs):
@@ -317,7 +350,16 @@ def decode_concrete(entry, arrays, variables, name, where):
     if len(nest.flatten(outputs)) != len(graph.outputs):
         raise LoadError(f"{where}: the output structure does not match the graph's "
                         f"{len(graph.outputs)} outputs")
-    return LoadedConcreteFunction(graph, outputs, name, input_specs, signature)
+    concrete = LoadedConcreteFunction(graph, outputs, name, input_specs, signature)
+    if "arguments" in entry:
+        parameters = decode_parameters(entry["parameters"], where)
+        arguments = decode_arguments(entry["arguments"], input_specs, variables, where)
+        try:
+            concrete.saved_call = (parameters, bind(parameters, *arguments))
+        except TypeError as e:
+            raise LoadError(f"{where}: the saved arguments do not fit the saved parameters: "
+                            f"{e}") from None
+    return concrete
 
 
 class LoadedFunction:
@@ -328,27 +370,39 @@ class LoadedFunction:
         self.concrete_functions = list(concretes)
 
     def __call__(self, *args, **kwargs):
-        if kwargs:
-            raise TypeError(f"{self.name} (loaded) takes its tensors as positional arguments")
-        for concrete in self.concrete_functions:
-            flat = _flatten_args(args, concrete)
-            if flat is None:
-                continue
-            converted = [_as_tensor(a, s) for a, s in zip(flat, concrete.input_specs)]
-            if all(t is not None for t in converted) and concrete.accepts(converted):
-                return concrete._call_flat(converted)
-        got = ", ".join(f"{t.dtype.name}{list(t.shape)}" if isinstance(t, Tensor) else
-                        type(t).__name__ for t in args)
-        expected = "; ".join("(" + ", ".join(repr(s) for s in c.input_specs) + ")"
-                             for c in self.concrete_functions)
-        raise ValueError(f"{self.name} (loaded) was saved for arguments {expected}; "
-                         f"it was called with ({got})")
+        concrete, tensors = self._dispatch(args, kwargs)
+        return concrete._call_flat(tensors)
 
-    def get_concrete_function(self, *args):
-        return self.concrete_functions[0]
+    def _dispatch(self, args, kwargs):
+        if kwargs and all(c.saved_call is None for c in self.concrete_functions):
+            raise TypeError(f"{self.name} (loaded) takes its tensors as positional arguments")
+        for convert in (False, True):  # an exact match first, as TensorFlow's restored functions
+            for concrete in self.concrete_functions:
+                tensors = concrete.call_tensors(args, kwargs, convert)
+                if tensors is not None:
+                    return concrete, tensors
+        expected = "; ".join(c.describe_arguments() for c in self.concrete_functions)
+        raise ValueError(f"{self.name} (loaded) was saved for arguments {expected}; "
+                         f"it was called with {_describe_call(args, kwargs)}")
+
+    def get_concrete_function(self, *args, **kwargs):
+        """The saved graph for these arguments (tensors or TensorSpecs); with none, the first."""
+        if not args and not kwargs:
+            return self.concrete_functions[0]
+        return self._dispatch(args, kwargs)[0]
 
     def __repr__(self):
         return f"<loaded tf.function {self.name} ({len(self.concrete_functions)} signature(s))>"
+
+
+def _describe_call(args, kwargs):
+    def one(t):
+        if isinstance(t, Tensor) or backend.is_array(t):
+            return f"{t.dtype.name}{list(t.shape)}"
+        return repr(t) if t is None or isinstance(t, (bool, int, float, str)) else \
+            type(t).__name__
+    return "(" + ", ".join([one(a) for a in args] +
+                           [f"{k}={one(v)}" for k, v in kwargs.items()]) + ")"
 
 
 def _flatten_args(args, concrete):
@@ -389,6 +443,15 @@ def _as_tensor(arg, spec):
         return None
 
 
+def valid_function_name(name):
+    """A function's name in a save: an attribute path (``f``, ``inner.double``,
+    ``__call__``), nothing a path trick or a dunder could hide in."""
+    parts = name.split(".") if isinstance(name, str) and len(name) <= 512 else [None]
+    return all(isinstance(p, str) and p.isidentifier() and not keyword.iskeyword(p)
+               and (not p.startswith("__") or p == "__call__") for p in parts) \
+        and "__call__" not in parts[:-1] and len(parts) <= fmt.LIMITS["graph_depth"]
+
+
 def load_functions(section, arrays, variables, where):
     if not isinstance(section, dict):
         raise LoadError(f"{where}: the functions are not an object")
@@ -396,10 +459,7 @@ def load_functions(section, arrays, variables, where):
     if len(section) > fmt.LIMITS["arrays"]:
         raise LoadError(f"{where}: too many functions")
     for name, entries in section.items():
-        parts = name.split(".") if isinstance(name, str) and len(name) <= 512 else [None]
-        if not all(isinstance(p, str) and p.isidentifier() and not keyword.iskeyword(p)
-                   and (not p.startswith("__") or p == "__call__") for p in parts) \
-                or "__call__" in parts[:-1] or len(parts) > fmt.LIMITS["graph_depth"]:
+        if not valid_function_name(name):
             raise LoadError(f"{where}: {fmt._short(name)} is not a valid function name")
         if not isinstance(entries, list) or not entries:
             raise LoadError(f"{where}: function '{name}' has no saved graph")
@@ -465,21 +525,40 @@ _KIND_NAMES = {"saved_model": "SavedModel", "keras_model": "Keras model"}
 
 
 def load(export_dir, tags=None, options=None):
-    """The object saved at ``export_dir``: its functions and variables, nothing else."""
+    """The object saved at ``export_dir``: its object graph (attributes, Variables,
+    functions) and ``signatures``, rebuilt without any of the saving program's code."""
     document, arrays = fmt.read(export_dir)
     where = str(export_dir)
     try:
+        version = document.get("saved_model_version", 1)  # version 1 did not record one
+        if version not in (1, SAVED_MODEL_VERSION) or type(version) is not int:
+            raise LoadError(f"{where} is a SavedModel of version {fmt._short(version)}; this "
+                            f"tapeflow reads versions 1 to {SAVED_MODEL_VERSION} (save it "
+                            f"again with the tapeflow that wrote it, or upgrade)")
         variables, n_tracked, functions = read_contents(
             document, arrays, where, "saved_model", "tf.keras.models.load_model")
         signatures_doc = document.get("signatures")
         if not isinstance(signatures_doc, dict):
             raise LoadError(f"{where}: the signatures are not an object")
-        signatures = {}
-        for name, entry in signatures_doc.items():
-            fmt.check_name(name, f"{where}: signature")
-            signatures[name] = LoadedFunction(
-                name, [decode_concrete(entry, arrays, variables, name,
-                                       f"{where}: signature '{name}'")])
+        if version == 1:
+            return _load_version_1(signatures_doc, functions, variables, n_tracked, arrays,
+                                   where)
+        objects = build_objects(document.get("objects"), variables, functions, where)
+        root = objects[0]
+        root.signatures = {name: decode_signature(name, entry, functions, where)
+                           for name, entry in signatures_doc.items()}
+        return root
     finally:
         arrays.close()
+
+
+def _load_version_1(signatures_doc, functions, variables, n_tracked, arrays, where):
+    """A save from before the object graph: functions by attribute path, and signatures
+    that take their tensors positionally (as they were written)."""
+    signatures = {}
+    for name, entry in signatures_doc.items():
+        fmt.check_name(name, f"{where}: signature")
+        signatures[name] = LoadedFunction(
+            name, [decode_concrete(entry, arrays, variables, name,
+                                   f"{where}: signature '{name}'")])
     return _LoadedObject(functions, signatures, variables, n_tracked)
