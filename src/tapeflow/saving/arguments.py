@@ -16,12 +16,13 @@ import math
 from .. import backend
 from ..core import nest
 from ..core.tensor import Tensor, Variable, convert_to_tensor
+from ..dtypes import DType, as_dtype
 from ..tracing.function import TensorSpec
 from . import format as fmt
 from .format import LoadError, SaveError
 
 __all__ = ["encode_arguments", "encode_parameters", "decode_arguments", "decode_parameters",
-           "TensorArgument", "bind", "match"]
+           "traced_arguments", "TensorArgument", "bind", "match"]
 
 _KINDS = {kind.name: kind for kind in (
     inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -65,11 +66,27 @@ _UNSAVEABLE = object()
 
 
 def encode_constant(value):
-    """A Python constant as JSON, or ``_UNSAVEABLE``."""
+    """A Python constant (None, bool, int, float, str, a tf.DType) as JSON, or
+    ``_UNSAVEABLE``."""
     if value is None or type(value) in (bool, int, str):
         return value
     if type(value) is float:
         return value if math.isfinite(value) else {"$float": repr(value)}
+    if isinstance(value, DType) and value.name in fmt.DTYPES:  # f(x, dtype=tf.int32)
+        return {"$dtype": value.name}
+    return _UNSAVEABLE
+
+
+def decode_constant(value):
+    """The Python constant of ``encode_constant``'s JSON, or ``_UNSAVEABLE``."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        (tag, body), = value.items()
+        if tag == "$float" and body in ("nan", "inf", "-inf"):
+            return float(body)
+        if tag == "$dtype" and isinstance(body, str) and body in fmt.DTYPES:
+            return as_dtype(body)
     return _UNSAVEABLE
 
 
@@ -136,8 +153,9 @@ def decode_arguments(doc, input_specs, variables, where):
 def _decode(value, specs, variables, seen, where, depth):
     if depth > fmt.LIMITS["attr_depth"]:
         raise LoadError(f"{where}: the saved arguments are nested too deeply")
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
+    constant = decode_constant(value)
+    if constant is not _UNSAVEABLE:
+        return constant
     if isinstance(value, list):
         return [_decode(v, specs, variables, seen, where, depth + 1) for v in value]
     if isinstance(value, dict) and len(value) == 1:
@@ -146,14 +164,21 @@ def _decode(value, specs, variables, seen, where, depth):
             return TensorArgument(body, specs[body])
         if tag == "$variable" and type(body) is int and 0 <= body < len(variables):
             return _VariableArgument(variables[body])
-        if tag == "$float" and body in ("nan", "inf", "-inf"):
-            return float(body)
         if tag == "$tuple" and isinstance(body, list):
             return tuple(_decode(v, specs, variables, seen, where, depth + 1) for v in body)
         if tag == "$dict" and isinstance(body, list) and all(
                 isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in body):
             return {k: _decode(v, specs, variables, seen, where, depth + 1) for k, v in body}
     raise LoadError(f"{where}: {fmt._short(value)} is not a saved argument")
+
+
+def traced_arguments(structure):
+    """A decoded call as a tf.function's trace records it (TensorSpecs, Variables)."""
+    def leaf(x):
+        if isinstance(x, TensorArgument):
+            return TensorSpec(x.spec.shape, x.spec.dtype, x.spec.name)
+        return x.variable if isinstance(x, _VariableArgument) else x
+    return nest.map_structure(leaf, structure)
 
 
 def decode_parameters(doc, where):
@@ -171,14 +196,11 @@ def decode_parameters(doc, where):
         default = inspect.Parameter.empty
         if "default" in p:
             default = p["default"]
-            if default == {"$unsaved": True}:
-                default = _UnsavedDefault()
-            elif isinstance(default, dict) and len(default) == 1 and \
-                    default.get("$float") in ("nan", "inf", "-inf"):
-                default = float(default["$float"])
-            elif not (default is None or isinstance(default, (bool, int, float, str))):
+            default = _UnsavedDefault() if default == {"$unsaved": True} else \
+                decode_constant(default)
+            if default is _UNSAVEABLE:
                 raise LoadError(f"{where}: parameter '{p['name']}' has a default "
-                                f"{fmt._short(default)} that a save does not hold")
+                                f"{fmt._short(p['default'])} that a save does not hold")
         params.append(inspect.Parameter(p["name"], _KINDS[p["kind"]], default=default))
     try:
         return inspect.Signature(params)

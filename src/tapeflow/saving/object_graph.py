@@ -26,8 +26,9 @@ import keyword
 from ..core.tensor import Variable
 from ..tracing.function import ConcreteFunction, Function
 from . import format as fmt
-from .arguments import _UNSAVEABLE, encode_constant
+from .arguments import _UNSAVEABLE, decode_constant, encode_constant
 from .format import LoadError
+from .loaded_function import LoadedFunction
 
 __all__ = ["ObjectGraphWriter", "build_objects", "LoadedObject", "tracked_variables",
            "concretes_of", "RESERVED"]
@@ -52,6 +53,8 @@ def concretes_of(value):
     from ..tracing.function import _PerShape
     if isinstance(value, ConcreteFunction):
         return [(value, None)]
+    if isinstance(value, LoadedFunction):  # a loaded object saved again
+        return [(c, c.input_signature) for c in value.concrete_functions]
     if isinstance(value, Function):
         if value.input_signature is not None:
             return [(value.get_concrete_function(), value.input_signature)]
@@ -68,7 +71,11 @@ def concretes_of(value):
 def _is_object(value):
     from ..layers.base import Layer
     from ..module import Module
-    return isinstance(value, (Module, Layer))
+    return isinstance(value, (Module, Layer, LoadedObject))
+
+
+def _is_function(value):
+    return isinstance(value, (Function, ConcreteFunction, LoadedFunction))
 
 
 def _valid_attribute(name):
@@ -85,6 +92,7 @@ class ObjectGraphWriter:
         self._variable_index = variable_index
         self._function_id = function_id
         self.nodes = []
+        self.untraced = []  # tf.functions never traced: nothing of them is saved
         self._ids = {}
         self._held = {}  # node -> what it was made from, alive until the save ends: ids stay
         #                  unique (a model's ``layers`` is a new list at each access)
@@ -114,8 +122,8 @@ class ObjectGraphWriter:
     def _describe(self, value, path):
         if isinstance(value, Variable):
             return {"kind": "variable", "variable": self._variable_index(value)}
-        if isinstance(value, (Function, ConcreteFunction)):
-            kind = "function" if isinstance(value, Function) else "concrete_function"
+        if _is_function(value):
+            kind = "concrete_function" if isinstance(value, ConcreteFunction) else "function"
             return {"kind": kind, "function": self._function_id(value, path)}
         if isinstance(value, (list, tuple)):
             kind = "list" if isinstance(value, list) else "tuple"
@@ -129,6 +137,8 @@ class ObjectGraphWriter:
             node = self.node(child, f"{path}.{name}" if path else name)
             if node is not None:
                 children.append([name, node])
+            elif isinstance(child, Function):
+                self.untraced.append(name)
         variables = [self._variable_index(v) for v in tracked_variables(value)]
         return {"kind": "object", "type": type(value).__name__, "children": children,
                 "variables": variables}
@@ -145,10 +155,8 @@ class ObjectGraphWriter:
         whose other items are Python constants."""
         if isinstance(value, Variable) or _is_object(value):
             return True
-        if isinstance(value, Function):
+        if _is_function(value):
             return bool(concretes_of(value))
-        if isinstance(value, ConcreteFunction):
-            return True
         if isinstance(value, (list, tuple, dict)):
             if isinstance(value, dict):
                 if not all(isinstance(k, str) for k in value):
@@ -166,7 +174,9 @@ def _children(obj):
     """``(name, value)`` of the attributes an object's node keeps, sorted by name."""
     from ..layers.base import Layer
     state = dict(vars(obj))
-    if isinstance(obj, Layer):
+    if isinstance(obj, LoadedObject):
+        state.pop("_saved_type")
+    elif isinstance(obj, Layer):
         state = {k: v for k, v in state.items() if not k.startswith("_")}
         if obj._tracked_layers and "layers" not in state:
             state["layers"] = obj.layers
@@ -269,11 +279,8 @@ def _shell(node, i, variables, functions, where):
             isinstance(node["items"], list):
         return {"list": list, "dict": dict, "tuple": _TupleShell}[kind]()
     if kind == "constant" and keys == {"kind", "value"}:
-        value = node["value"]
-        if isinstance(value, dict) and len(value) == 1 and \
-                value.get("$float") in ("nan", "inf", "-inf"):
-            return float(value["$float"])
-        if value is None or isinstance(value, (bool, int, float, str)):
+        value = decode_constant(node["value"])
+        if value is not _UNSAVEABLE:
             return value
     raise LoadError(f"{what} ({fmt._short(kind)}) is not a node of the object graph")
 

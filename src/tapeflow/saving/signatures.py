@@ -16,6 +16,7 @@ from ..core.tensor import Tensor, convert_to_tensor
 from ..tracing.function import ConcreteFunction, Function, TensorSpec
 from . import format as fmt
 from .format import LoadError, SaveError
+from .loaded_function import LoadedFunction, SavedOutput
 
 __all__ = ["DEFAULT_SIGNATURE", "signature_concretes", "describe_signature", "LoadedSignature",
            "decode_signature"]
@@ -43,8 +44,9 @@ def signature_concretes(root, signatures, root_functions):
             raise SaveError(f"signature names are non-empty strings, got {name!r}")
         concrete = _signature_concrete(fn)
         if concrete is None:
-            raise SaveError(f"signature '{name}' must be a ConcreteFunction or a tf.function with "
-                            f"an input_signature; got {fmt._short(fn)}")
+            raise SaveError(f"signature '{name}': Expected a TensorFlow function for which to "
+                            f"generate a signature (a ConcreteFunction, or a tf.function with an "
+                            f"input_signature); got {fmt._short(fn)}")
         out[name] = concrete
     return out
 
@@ -54,6 +56,11 @@ def _signature_concrete(fn):
         return fn.get_concrete_function()
     if isinstance(fn, ConcreteFunction):
         return fn
+    if isinstance(fn, LoadedSignature):  # a loaded model's signatures, saved again
+        return fn._concrete
+    if isinstance(fn, LoadedFunction) and len(fn.concrete_functions) == 1 and \
+            fn.concrete_functions[0].input_signature is not None:
+        return fn.concrete_functions[0]
     return None
 
 
@@ -74,17 +81,23 @@ def describe_signature(concrete, name):
         inputs = [f"input_{k}" for k in range(n_inputs)]
     else:
         inputs = _input_names(concrete, where)
+    # TensorFlow's signatures return one flat dict: a tensor, a flat list or tuple of them
+    # (output_0, ...), or a flat dict of them (its keys)
     template = concrete._outputs_template
-    if isinstance(template, dict) and all(isinstance(v, Tensor) for v in template.values()):
-        outputs = sorted(template)  # nest.flatten's order
-    else:
-        flat = nest.flatten(template)
-        if not flat or not all(isinstance(t, Tensor) for t in flat):
-            raise SaveError(f"{where}: a signature returns tensors (one, a list or tuple of "
-                            f"them, or a dict of them); the function returned "
-                            f"{fmt._short(template)}")
-        outputs = [f"output_{i}" for i in range(len(flat))]
-    return inputs, outputs
+    if isinstance(template, Tensor):
+        template = [template]
+    items = list(template.values()) if isinstance(template, dict) else \
+        list(template) if isinstance(template, (list, tuple)) else [template]
+    bad = [x for x in items if not isinstance(x, (Tensor, SavedOutput))]  # (a loaded one's)
+    if None in concrete.graph.outputs:
+        bad.append(None)
+    if bad or not items:
+        raise SaveError(f"{where}: got a non-Tensor value {fmt._short(bad[0] if bad else None)} "
+                        f"in the function's outputs; a signature returns a tensor, or a flat "
+                        f"list, tuple or dict of tensors")
+    if isinstance(template, dict):
+        return inputs, sorted(template)  # nest.flatten's order
+    return inputs, [f"output_{i}" for i in range(len(items))]
 
 
 def _input_names(concrete, where):
