@@ -31,7 +31,7 @@ from .format import LoadError
 from .loaded_function import LoadedFunction
 
 __all__ = ["ObjectGraphWriter", "build_objects", "LoadedObject", "tracked_variables",
-           "concretes_of", "RESERVED"]
+           "tracked_attributes", "is_tracked_object", "concretes_of", "RESERVED"]
 
 # attributes a loaded object sets itself
 RESERVED = frozenset({"signatures", "variables", "trainable_variables",
@@ -68,7 +68,7 @@ def concretes_of(value):
     return []
 
 
-def _is_object(value):
+def is_tracked_object(value):
     from ..layers.base import Layer
     from ..module import Module
     return isinstance(value, (Module, Layer, LoadedObject))
@@ -133,7 +133,7 @@ class ObjectGraphWriter:
             return {"kind": "dict", "items": [[k, self._item(v, f"{path}.{k}")]
                                               for k, v in value.items()]}
         children = []
-        for name, child in _children(value):
+        for name, child in tracked_attributes(value):
             node = self.node(child, f"{path}.{name}" if path else name)
             if node is not None:
                 children.append([name, node])
@@ -153,7 +153,7 @@ class ObjectGraphWriter:
     def _trackable(self, value):
         """Variables, traced functions, Modules, layers, and containers holding any of them
         whose other items are Python constants."""
-        if isinstance(value, Variable) or _is_object(value):
+        if isinstance(value, Variable) or is_tracked_object(value):
             return True
         if _is_function(value):
             return bool(concretes_of(value))
@@ -170,7 +170,7 @@ class ObjectGraphWriter:
         return False
 
 
-def _children(obj):
+def tracked_attributes(obj):
     """``(name, value)`` of the attributes an object's node keeps, sorted by name."""
     from ..layers.base import Layer
     state = dict(vars(obj))
