@@ -8,6 +8,9 @@ from tapeflow import backend
 
 from .helpers import run_fresh
 
+# Affine.untraced is never traced on purpose: its save warns that it is left out
+pytestmark = pytest.mark.filterwarnings("ignore:Found untraced functions")
+
 
 class Affine(tf.Module):
     def __init__(self):
