@@ -1,14 +1,20 @@
-"""``tf.saved_model.save`` / ``tf.saved_model.load``: a Module's traced functions and variables.
+"""``tf.saved_model.save`` / ``tf.saved_model.load``: an object graph, its traced functions and
+its variables.
 
-``save(obj, path)`` writes every ``tf.function`` attribute of ``obj`` (one
-with an ``input_signature``, traced now; one without, each signature it has
-already been traced for), plain ConcreteFunction attributes, the
-``signatures`` asked for, and the Variables: the Module's own (in
-``obj.variables`` order) and any other Variable a graph captured.  The files
-are the saved format of ``saving/format.py``.
+``save(obj, path)`` writes ``obj``'s object graph (``object_graph.py``: its
+Variables, sub-Modules, Keras layers and models, lists, tuples and dicts, and
+``tf.function``s), every graph of each tf.function (one with an
+``input_signature``, traced now; one without, each call it has been traced
+for, with that call's Python arguments: ``arguments.py``), the ``signatures``
+asked for (or ``serving_default`` for a root's one input_signature function:
+``signatures.py``), and the Variables: the object's own (in ``obj.variables``
+order) and any other Variable a graph captured.  The files are the saved format
+of ``saving/format.py``; the document says its layout's version
+(``SAVED_MODEL_VERSION``), and a save of version 1 (functions by attribute
+path, no object graph) still loads.
 
-``load(path)`` rebuilds nothing from code: it returns an object whose
-attributes replay the saved graphs (compiled; under a GradientTape through
+``load(path)`` rebuilds nothing from code: it returns an object (``LoadedObject``)
+with the saved attributes, whose functions replay the saved graphs (compiled; under a GradientTape through
 ``tracing.compiler.interpret``, so differentiable to any order) over new
 Variables holding the saved values.  With
 ``SaveOptions(experimental_custom_gradients=True)`` (the default, as in
