@@ -225,3 +225,25 @@ def test_a_state_file_pointing_outside_the_directory_is_not_followed(tmp_path):
     manager.save()
     manager.save()
     assert os.path.exists(outside + ".h5")  # never a manager's to delete
+
+
+def test_optimizer_slots_are_keyed_by_their_variables_path_not_layer_names(tmp_path):
+    """Two models of one architecture in one process have different layer names (dense,
+    dense_1): slots keyed after the variable's attribute path restore across them."""
+    def trained():
+        model = MyModel()
+        optimizer = tf.keras.optimizers.Adam(0.1)
+        _train_one_step(model, optimizer)
+        return model, optimizer
+
+    (m1, o1), (m2, o2) = trained(), trained()
+    assert m1._named_dense.kernel.path != m2._named_dense.kernel.path
+    _train_one_step(m1, o1)
+    path = tf.train.Checkpoint(model=m1, optimizer=o1).write(str(tmp_path / "ckpt"))
+    tf.train.Checkpoint(model=m2, optimizer=o2).read(path).assert_consumed()
+    for v1, v2 in zip(m1.trainable_variables, m2.trainable_variables):
+        np.testing.assert_array_equal(v1.numpy(), v2.numpy())
+        for slot in ("momentum", "velocity"):
+            np.testing.assert_array_equal(o1.get_slot(v1, slot).numpy(),
+                                          o2.get_slot(v2, slot).numpy())
+    assert int(o2.iterations) == 2

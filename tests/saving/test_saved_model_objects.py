@@ -403,3 +403,16 @@ def test_a_function_traced_for_two_shapes_and_a_python_flag_dispatches(tmp_path)
     concrete = imported.f.get_concrete_function(tf.TensorSpec([2]), True)
     np.testing.assert_array_equal(concrete(x=tf.constant([1.0, 1.0]), double=True).numpy(),
                                   [4.0, 4.0])
+
+
+def test_any_object_with_attributes_saves_and_a_bare_variable_is_refused(tmp_path):
+    class Plain:  # not a tf.Module: its attributes are saved all the same
+        pass
+
+    root = Plain()
+    root.v = tf.Variable(2.0)
+    root.f = tf.function(lambda x: x * root.v, input_signature=[tf.TensorSpec([])])
+    imported = cycle(root, 1, tmp_path)
+    assert float(imported.f(3.0)) == 6.0 and float(imported.v) == 2.0
+    with pytest.raises(tf.saved_model.SaveError, match="got a Variable: put it in an attribute"):
+        tf.saved_model.save(tf.Variable(1.0), tmp_path / "bare")

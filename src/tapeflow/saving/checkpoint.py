@@ -71,7 +71,7 @@ class Checkpoint:
 
     def _keyed_variables(self):
         """``{key: Variable}``, each Variable under its shortest attribute path."""
-        out, seen, held = {}, set(), []
+        out, seen, held, optimizers = {}, set(), [], []
         queue = collections.deque((_escape(n), v) for n, v in self._top_level())
         while queue:
             path, value = queue.popleft()
@@ -86,11 +86,16 @@ class Checkpoint:
             elif isinstance(value, dict):
                 queue.extend((f"{path}/{_escape(k)}", v) for k, v in value.items())
             elif _is_optimizer(value):
-                queue.extend((f"{path}/{_escape(k)}", v) for k, v in value._state.items())
+                optimizers.append((path, value))
+                slots = {id(v) for per_var in value._slots.values() for v in per_var.values()}
+                queue.extend((f"{path}/{_escape(k)}", v) for k, v in value._state.items()
+                             if id(v) not in slots)
             elif isinstance(value, Checkpoint):
                 queue.extend((f"{path}/{_escape(n)}", v) for n, v in value._top_level())
             elif is_tracked_object(value):
                 queue.extend((f"{path}/{_escape(n)}", v) for n, v in tracked_attributes(value))
+        for path, optimizer in optimizers:
+            out.update(_slot_keys(path, optimizer, out))
         return out
 
     # --- writing -------------------------------------------------------------------------------
@@ -141,6 +146,23 @@ class Checkpoint:
             variable.assign(value)
             restored.add(key)
         return CheckpointLoadStatus(values, targets, restored, expect_any=True)
+
+
+def _slot_keys(optimizer_path, optimizer, keyed):
+    """An optimizer's slots keyed, as TensorFlow keys them, after the variable they belong to
+    (``model/dense/kernel/.OPTIMIZER_SLOT/optimizer/momentum``): the same in any process,
+    whatever names the layers were given; a slot of a variable the checkpoint does not hold
+    goes under the optimizer with its state key."""
+    variable_path = {v._id: key[:-len(VARIABLE_SUFFIX) - 1] for key, v in keyed.items()}
+    state_key = {id(v): k for k, v in optimizer._state.items()}
+    out = {}
+    for var_id, slots in optimizer._slots.items():
+        for slot_name, slot in slots.items():
+            base = variable_path.get(var_id)
+            key = f"{optimizer_path}/{_escape(state_key.get(id(slot), slot_name))}" \
+                if base is None else f"{base}/.OPTIMIZER_SLOT/{optimizer_path}/{_escape(slot_name)}"
+            out[f"{key}/{VARIABLE_SUFFIX}"] = slot
+    return out
 
 
 def _holds_variables(value):

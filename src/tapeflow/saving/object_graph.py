@@ -27,7 +27,7 @@ from ..core.tensor import Variable
 from ..tracing.function import ConcreteFunction, Function
 from . import format as fmt
 from .arguments import _UNSAVEABLE, decode_constant, encode_constant
-from .format import LoadError
+from .format import LoadError, SaveError
 from .loaded_function import LoadedFunction
 
 __all__ = ["ObjectGraphWriter", "build_objects", "LoadedObject", "tracked_variables",
@@ -98,7 +98,17 @@ class ObjectGraphWriter:
         #                  unique (a model's ``layers`` is a new list at each access)
 
     def add_root(self, root):
-        self.node(root, "")
+        """The nodes of ``root``'s graph.  The root is an object: a Module, a layer or model,
+        a loaded SavedModel, or any Python object whose attributes hold what is saved."""
+        if isinstance(root, (Variable, list, tuple, dict)) or _is_function(root) or \
+                not hasattr(root, "__dict__"):
+            raise SaveError(f"tf.saved_model.save saves an object (a tf.Module, a Keras layer or "
+                            f"model) and what its attributes hold; got a "
+                            f"{type(root).__qualname__}: put it in an attribute of a tf.Module")
+        self._ids[id(root)] = 0
+        self._held[0] = root
+        self.nodes.append(None)
+        self.nodes[0] = self._describe(root, "")
         return self.nodes
 
     def held(self, index):
