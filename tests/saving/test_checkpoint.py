@@ -247,3 +247,19 @@ def test_optimizer_slots_are_keyed_by_their_variables_path_not_layer_names(tmp_p
             np.testing.assert_array_equal(o1.get_slot(v1, slot).numpy(),
                                           o2.get_slot(v2, slot).numpy())
     assert int(o2.iterations) == 2
+
+
+def test_resuming_training_restores_an_optimizer_that_has_not_stepped_yet(tmp_path):
+    """A fresh optimizer has no slots; a restore makes them (TensorFlow restores a slot when it
+    is created), so training goes on exactly as the saved run would have."""
+    model, optimizer = MyModel(), tf.keras.optimizers.Adam(0.1)
+    _train_one_step(model, optimizer)
+    path = tf.train.Checkpoint(model=model, optimizer=optimizer).write(str(tmp_path / "ckpt"))
+    resumed, fresh = MyModel(), tf.keras.optimizers.Adam(0.1)
+    resumed(tf.constant([[1.0]]))  # the model's variables exist; the optimizer's do not
+    tf.train.Checkpoint(model=resumed, optimizer=fresh).restore(path).assert_consumed()
+    assert int(fresh.iterations) == 1
+    _train_one_step(model, optimizer)
+    _train_one_step(resumed, fresh)
+    for a, b in zip(model.trainable_variables, resumed.trainable_variables):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)

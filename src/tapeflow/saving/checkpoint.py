@@ -71,6 +71,10 @@ class Checkpoint:
 
     def _keyed_variables(self):
         """``{key: Variable}``, each Variable under its shortest attribute path."""
+        return self._walk()[0]
+
+    def _walk(self):
+        """``({key: Variable}, [(path, optimizer)])`` of the objects."""
         out, seen, held, optimizers = {}, set(), [], []
         queue = collections.deque((_escape(n), v) for n, v in self._top_level())
         while queue:
@@ -96,7 +100,35 @@ class Checkpoint:
                 queue.extend((f"{path}/{_escape(n)}", v) for n, v in tracked_attributes(value))
         for path, optimizer in optimizers:
             out.update(_slot_keys(path, optimizer, out))
-        return out
+        return out, optimizers
+
+    def _build_optimizers_for(self, values):
+        """Make the slots the checkpoint holds values for and an optimizer has not made yet
+        (it has not trained those variables): TensorFlow restores a slot when it is
+        created; here the optimizer builds them now, for the variables in the order the
+        objects' ``trainable_variables`` list them.  Whether any was made."""
+        keyed, optimizers = self._walk()
+        made = False
+        for path, optimizer in optimizers:
+            marker = f"/.OPTIMIZER_SLOT/{path}/"
+            wanted = {}
+            for key in values:
+                if marker in key:
+                    variable = keyed.get(f"{key.split(marker)[0]}/{VARIABLE_SUFFIX}")
+                    if variable is not None and variable._id not in optimizer._slots:
+                        wanted[variable._id] = variable
+            if wanted:
+                optimizer.build(self._in_training_order(wanted))
+                made = True
+        return made
+
+    def _in_training_order(self, by_id):
+        order = []
+        for _, value in self._top_level():
+            for v in getattr(value, "trainable_variables", ()) or ():
+                if isinstance(v, Variable) and v._id in by_id and v not in order:
+                    order.append(by_id.pop(v._id))
+        return order + list(by_id.values())
 
     # --- writing -------------------------------------------------------------------------------
     def write(self, file_prefix, options=None):
@@ -133,6 +165,8 @@ class Checkpoint:
         if save_path is None:
             return CheckpointLoadStatus({}, targets, set(), expect_any=False)
         values = read_values(save_path)
+        if self._build_optimizers_for(values):
+            targets = self._keyed_variables()
         restored = set()
         for key, value in values.items():
             variable = targets.get(key)
