@@ -138,8 +138,7 @@ class _UnsavedDefault:
 
 def decode_arguments(doc, input_specs, variables, where):
     """The saved ``(args, kwargs)`` with TensorArgument and Variable leaves, checked."""
-    seen = []
-    structure = _decode(doc, input_specs, variables, seen, where, 0)
+    structure = _decode(doc, input_specs, variables, where, 0)
     if not (isinstance(structure, tuple) and len(structure) == 2 and
             isinstance(structure[0], tuple) and isinstance(structure[1], dict)):
         raise LoadError(f"{where}: the saved arguments are not (args, kwargs)")
@@ -150,14 +149,14 @@ def decode_arguments(doc, input_specs, variables, where):
     return structure
 
 
-def _decode(value, specs, variables, seen, where, depth):
+def _decode(value, specs, variables, where, depth):
     if depth > fmt.LIMITS["attr_depth"]:
         raise LoadError(f"{where}: the saved arguments are nested too deeply")
     constant = decode_constant(value)
     if constant is not _UNSAVEABLE:
         return constant
     if isinstance(value, list):
-        return [_decode(v, specs, variables, seen, where, depth + 1) for v in value]
+        return [_decode(v, specs, variables, where, depth + 1) for v in value]
     if isinstance(value, dict) and len(value) == 1:
         (tag, body), = value.items()
         if tag == "$tensor" and type(body) is int and 0 <= body < len(specs):
@@ -165,10 +164,10 @@ def _decode(value, specs, variables, seen, where, depth):
         if tag == "$variable" and type(body) is int and 0 <= body < len(variables):
             return _VariableArgument(variables[body])
         if tag == "$tuple" and isinstance(body, list):
-            return tuple(_decode(v, specs, variables, seen, where, depth + 1) for v in body)
+            return tuple(_decode(v, specs, variables, where, depth + 1) for v in body)
         if tag == "$dict" and isinstance(body, list) and all(
                 isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in body):
-            return {k: _decode(v, specs, variables, seen, where, depth + 1) for k, v in body}
+            return {k: _decode(v, specs, variables, where, depth + 1) for k, v in body}
     raise LoadError(f"{where}: {fmt._short(value)} is not a saved argument")
 
 

@@ -160,9 +160,12 @@ class ObjectGraphWriter:
             self.nodes.append({"kind": "constant", "value": encode_constant(value)})
         return node
 
-    def _trackable(self, value):
+    def _trackable(self, value, depth=0):
         """Variables, traced functions, Modules, layers, and containers holding any of them
-        whose other items are Python constants."""
+        whose other items are Python constants (nested at most ``attr_depth``: a list that
+        holds itself is not saved)."""
+        if depth > fmt.LIMITS["attr_depth"]:
+            return False
         if isinstance(value, Variable) or is_tracked_object(value):
             return True
         if _is_function(value):
@@ -174,7 +177,7 @@ class ObjectGraphWriter:
                 items = list(value.values())
             else:
                 items = list(value)
-            tracked = [self._trackable(v) for v in items]
+            tracked = [self._trackable(v, depth + 1) for v in items]
             return any(tracked) and all(
                 t or encode_constant(v) is not _UNSAVEABLE for t, v in zip(tracked, items))
         return False
