@@ -88,6 +88,21 @@ def test_docstring(tmp_path):
     assert _import_and_infer(tmp_path / "m", {"x": 3.0}) == {"output_0": 7.0}
 
 
+def test_find_default_save_function(tmp_path):
+    # TF: python/saved_model/save_test.py::SaveTest::test_find_default_save_function
+    class ObjWithDefaultSignature(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec(shape=None, dtype=tf.float32)])
+        def _default_save_signature(self, x):
+            return x + x + 1
+
+        @tf.function(input_signature=[tf.TensorSpec(shape=None, dtype=tf.float32)])
+        def other(self, x):
+            return x
+
+    tf.saved_model.save(ObjWithDefaultSignature(), tmp_path / "m")
+    assert _import_and_infer(tmp_path / "m", {"x": 3.0}) == {"output_0": 7.0}
+
+
 def test_two_input_signature_functions_make_no_default(tmp_path):
     # TF's find_function_to_export: only a root with exactly one such function gets one
     class Two(tf.Module):

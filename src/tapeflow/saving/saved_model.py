@@ -207,7 +207,7 @@ def save(obj, export_dir, signatures=None, options=None):
                       f"saving (showing {min(5, len(writer.untraced))} of "
                       f"{len(writer.untraced)}). These functions will not be directly callable "
                       f"after loading.", stacklevel=2)
-    root_functions = [writer.held(ref) for _, ref in nodes[0]["children"]
+    root_functions = [(name, writer.held(ref)) for name, ref in nodes[0]["children"]
                       if nodes[ref]["kind"] in ("function", "concrete_function")]
     encoded_signatures = {}
     for name, concrete in signature_concretes(obj, signatures, root_functions).items():

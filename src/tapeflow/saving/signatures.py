@@ -28,10 +28,13 @@ DEFAULT_SIGNATURE = "serving_default"
 def signature_concretes(root, signatures, root_functions):
     """``{name: ConcreteFunction}`` for ``save``'s ``signatures`` argument; with None, the
     root's one function with an input_signature (``root_functions``: its function
-    attributes) as ``serving_default``, or nothing where there is none or several."""
+    attributes, ``(name, function)``) as ``serving_default`` (its ``_default_save_signature``
+    if it has one), or nothing where there is none or several."""
     if signatures is None:
         found = []
-        for fn in root_functions:
+        for name, fn in root_functions:
+            if name == "_default_save_signature":  # TensorFlow's name for the one to use
+                return {DEFAULT_SIGNATURE: _signature_concrete(fn)}
             concrete = _signature_concrete(fn)
             if concrete is not None and _try_describe(concrete):
                 found.append(concrete)
