@@ -83,3 +83,17 @@ def train(config, **kwargs):
     """
     from .training.run import train as run_training
     return run_training(config, **kwargs)
+
+
+# tf.train's checkpoint names (TensorFlow's namespace), on the trainer's entry point, which has
+# the same name: tf.train.Checkpoint, tf.train.CheckpointManager, tf.train.latest_checkpoint.
+from .saving.checkpoint import Checkpoint as _Checkpoint  # noqa: E402
+from .saving.checkpoint_management import (  # noqa: E402
+    CheckpointManager as _CheckpointManager, get_checkpoint_state as _get_checkpoint_state,
+    latest_checkpoint as _latest_checkpoint,
+)
+
+train.Checkpoint = _Checkpoint
+train.CheckpointManager = _CheckpointManager
+train.latest_checkpoint = _latest_checkpoint
+train.get_checkpoint_state = _get_checkpoint_state

@@ -337,3 +337,24 @@ def test_a_compressed_array_is_refused(saved):
         f.create_dataset("arrays/0", data=value, chunks=True, fletcher32=True,
                          compression="gzip")
     _load_fails(saved, "compressed or filtered")
+
+
+@pytest.mark.parametrize("attack, match", [
+    (lambda d: d["objects"][0]["children"].append(["w2", 999]), "does not hold"),
+    (lambda d: d["objects"][0]["children"].append(["__class__", 1]), "not \\[attribute name"),
+    (lambda d: d["objects"].append({"kind": "tuple", "items": [len(d["objects"])]}) or
+        d["objects"][0]["children"].append(["t", len(d["objects"]) - 1]), "contain themselves"),
+    (lambda d: d["objects"].append({"kind": "import", "module": "os"}), "not a node"),
+    (lambda d: d["objects"][0].update(type="<lambda>"), "type name"),
+    (lambda d: d["signatures"]["serving_default"].update(function="nope"), "names no saved"),
+    (lambda d: d["signatures"]["serving_default"].update(inputs=["x; rm"]), "distinct names"),
+    (lambda d: d["functions"]["f"][0].update(arguments={"$tensor": 5}), "not a saved argument"),
+    (lambda d: d["functions"]["f"][0]["parameters"].append(
+        {"name": "__import__('os')", "kind": "KEYWORD_ONLY"}), "not a saved parameter"),
+    (lambda d: d["functions"]["f"][0]["parameters"].append(
+        {"name": "y", "kind": "KEYWORD_ONLY", "default": {"$pickle": "..."}}), "does not hold"),
+])
+def test_a_hostile_object_graph_is_refused(saved, attack, match):
+    """The object graph, the traced calls and the signatures are checked as the graphs are."""
+    _rewrite_document(saved, attack)
+    _load_fails(saved, match)

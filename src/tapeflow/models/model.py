@@ -570,6 +570,13 @@ class Model(Layer):
         save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer,
                    **kwargs)
 
+    def export(self, filepath, format="tf_saved_model", verbose=True, input_signature=None):
+        """Keras 3's export: a SavedModel for serving, its endpoint ``serve`` (see
+        ``saving.export``)."""
+        from ..saving.export import export_model
+        export_model(self, filepath, format=format, verbose=verbose,
+                     input_signature=input_signature)
+
     def get_compile_config(self):
         return None
 

@@ -1,14 +1,20 @@
-"""``tf.saved_model.save`` / ``tf.saved_model.load``: a Module's traced functions and variables.
+"""``tf.saved_model.save`` / ``tf.saved_model.load``: an object graph, its traced functions and
+its variables.
 
-``save(obj, path)`` writes every ``tf.function`` attribute of ``obj`` (one
-with an ``input_signature``, traced now; one without, each signature it has
-already been traced for), plain ConcreteFunction attributes, the
-``signatures`` asked for, and the Variables: the Module's own (in
-``obj.variables`` order) and any other Variable a graph captured.  The files
-are the saved format of ``saving/format.py``.
+``save(obj, path)`` writes ``obj``'s object graph (``object_graph.py``: its
+Variables, sub-Modules, Keras layers and models, lists, tuples and dicts, and
+``tf.function``s), every graph of each tf.function (one with an
+``input_signature``, traced now; one without, each call it has been traced
+for, with that call's Python arguments: ``arguments.py``), the ``signatures``
+asked for (or ``serving_default`` for a root's one input_signature function:
+``signatures.py``), and the Variables: the object's own (in ``obj.variables``
+order) and any other Variable a graph captured.  The files are the saved format
+of ``saving/format.py``; the document says its layout's version
+(``SAVED_MODEL_VERSION``), and a save of version 1 (functions by attribute
+path, no object graph) still loads.
 
-``load(path)`` rebuilds nothing from code: it returns an object whose
-attributes replay the saved graphs (compiled; under a GradientTape through
+``load(path)`` rebuilds nothing from code: it returns an object (``LoadedObject``)
+with the saved attributes, whose functions replay the saved graphs (compiled; under a GradientTape through
 ``tracing.compiler.interpret``, so differentiable to any order) over new
 Variables holding the saved values.  With
 ``SaveOptions(experimental_custom_gradients=True)`` (the default, as in
@@ -19,19 +25,30 @@ No gradient defined for operation 'IdentityN' (op type: IdentityN)`` (in the
 process that saved it the gradient is still known, as TensorFlow's registry
 still holds it there).
 """
-import inspect
-import keyword
 import warnings
 
 import numpy as np
 
 from ..core import nest
-from ..core.tensor import Tensor, Variable, convert_to_tensor
-from ..tracing.function import ConcreteFunction, Function, TensorSpec, _PerShape
+from ..core.tensor import Variable
+from ..tracing.function import TensorSpec
 from . import format as fmt
+from .arguments import encode_arguments, encode_parameters
 from .format import LoadError, SaveError
+from .loaded_function import (  # noqa: F401 - LoadedFunction, decode_concrete: Lambda layers
+    LoadedFunction, decode_concrete, load_functions, valid_function_name,
+)
+from .object_graph import (
+    LoadedObject, ObjectGraphWriter, build_objects, concretes_of, tracked_variables,
+)
+from .signatures import decode_signature, describe_signature, signature_concretes
 
 __all__ = ["save", "load", "SaveOptions", "LoadOptions", "LoadError", "SaveError"]
+
+# The layout of a SavedModel's document (the graph encoding is format.FORMAT_VERSION's):
+# 1 saved the functions by attribute path and positional signatures; 2 adds the object graph,
+# each graph's call arguments and keyword signatures.  Both load.
+SAVED_MODEL_VERSION = 2
 
 
 class SaveOptions:
@@ -121,93 +138,87 @@ def encode_concrete(concrete, arrays, variables, *, custom_gradients, where, sig
     }
 
 
-def _concretes_of(value):
-    """The ConcreteFunctions an attribute holds: [] for anything but a function."""
-    if isinstance(value, ConcreteFunction):
-        return [(value, None)]
-    if isinstance(value, Function):
-        if value.input_signature is not None:
-            return [(value.get_concrete_function(), value.input_signature)]
-        found = []
-        for entry in value._cache.values():
-            if isinstance(entry, _PerShape):
-                found.extend((c, None) for c in entry._by_shape.values())
-            else:
-                found.append((entry, None))
-        return found
-    return []
+class _FunctionTable:
+    """The save's functions, each once (by identity): ``{id: [graph entry, ...]}``.  The id
+    is the function's first attribute path where that is a dotted name (``inner.double``),
+    else ``function_<n>``."""
 
+    def __init__(self, arrays, variables, custom_gradients):
+        self._arrays = arrays
+        self._variables = variables
+        self._custom = custom_gradients
+        self.entries = {}
+        self._ids = {}          # id(Function or ConcreteFunction) -> function id
+        self._where = {}        # id(ConcreteFunction) -> (function id, index)
+        self._held = []
 
-def function_attributes(obj, prefix="", seen=None):
-    """``{attribute path: [(ConcreteFunction, input_signature or None), ...]}`` of ``obj`` and
-    of the Modules in its attributes (``"child.f"`` for ``obj.child.f``, each Module once)."""
-    from ..module import Module
-    seen = {id(obj)} if seen is None else seen
-    out = {}
-    state = getattr(obj, "__dict__", {})
-    for name in sorted(state):
-        child = state[name]
-        if isinstance(child, Module) and id(child) not in seen and name.isidentifier() \
-                and not name.startswith("_"):
-            seen.add(id(child))
-            out.update(function_attributes(child, f"{prefix}{name}.", seen))
-    out.update(_own_functions(obj, prefix))
-    return out
+    def add(self, fn, path):
+        known = self._ids.get(id(fn))
+        if known is not None:
+            return known
+        concretes = concretes_of(fn)
+        if not concretes:
+            return None
+        fid = path if path and valid_function_name(path) and path not in self.entries \
+            else f"function_{len(self.entries)}"
+        while fid in self.entries:
+            fid += "_"
+        self._ids[id(fn)] = fid
+        self._held.append(fn)
+        self.entries[fid] = []
+        for index, (concrete, signature) in enumerate(concretes):
+            where = f"function '{path or fid}'"
+            entry = encode_concrete(concrete, self._arrays, self._variables,
+                                    custom_gradients=self._custom, where=where,
+                                    signature=signature)
+            arguments = concrete.structured_arguments
+            if arguments is None:  # a graph no tf.function traced: its tensors positionally
+                arguments = (tuple(concrete.structured_input_signature), {})
+            entry["arguments"] = encode_arguments(arguments, self._variables, where)
+            entry["parameters"] = encode_parameters(concrete.parameters)
+            self.entries[fid].append(entry)
+            self._where.setdefault(id(concrete), (fid, index))
+        return fid
 
-
-def _own_functions(obj, prefix):
-    out = {}
-    names = set(dir(type(obj))) | set(getattr(obj, "__dict__", {}))
-    for name in sorted(names):
-        if name.startswith("__") and name != "__call__":
-            continue
-        try:
-            static = inspect.getattr_static(obj, name)
-        except AttributeError:
-            continue
-        if not isinstance(static, (Function, ConcreteFunction)):
-            continue
-        concretes = _concretes_of(getattr(obj, name))
-        if concretes:
-            out[prefix + name] = concretes
-    return out
-
-
-def tracked_variables(obj):
-    variables = getattr(obj, "variables", ())
-    if callable(variables):
-        variables = variables()
-    return [v for v in variables if isinstance(v, Variable)]
+    def locate(self, concrete):
+        """``(function id, index)`` of a ConcreteFunction, saved now if it was not yet."""
+        if id(concrete) not in self._where:
+            self.add(concrete, None)
+        return self._where[id(concrete)]
 
 
 def save(obj, export_dir, signatures=None, options=None):
-    """Save ``obj``'s ``tf.function``s and Variables to the directory ``export_dir``."""
+    """Save ``obj``'s object graph (its Variables, sub-Modules, layers, containers and
+    ``tf.function``s) and its ``signatures`` to the directory ``export_dir``."""
     options = options or SaveOptions()
-    custom = options.experimental_custom_gradients
+    if "signatures" in getattr(obj, "__dict__", {}) and not isinstance(obj, LoadedObject):
+        raise SaveError("the object to save has an attribute named 'signatures', the name a "
+                        "loaded SavedModel gives its signatures; rename it (del obj.signatures)")
     arrays = fmt.ArrayWriter()
     table = _VariableTable(arrays)
     for v in tracked_variables(obj):
         table(v)
     n_tracked = len(table.entries)
-    functions = {}
-    for name, concretes in function_attributes(obj).items():
-        functions[name] = [encode_concrete(c, arrays, table, custom_gradients=custom,
-                                           where=f"function '{name}'", signature=sig)
-                           for c, sig in concretes]
+    functions = _FunctionTable(arrays, table, options.experimental_custom_gradients)
+    writer = ObjectGraphWriter(table, functions.add)
+    nodes = writer.add_root(obj)
+    if writer.untraced:
+        warnings.warn(f"Found untraced functions such as {', '.join(writer.untraced[:5])} while "
+                      f"saving (showing {min(5, len(writer.untraced))} of "
+                      f"{len(writer.untraced)}). These functions will not be directly callable "
+                      f"after loading.", stacklevel=2)
+    root_functions = [(name, writer.held(ref)) for name, ref in nodes[0]["children"]
+                      if nodes[ref]["kind"] in ("function", "concrete_function")]
     encoded_signatures = {}
-    if signatures is not None:
-        if not isinstance(signatures, dict):
-            signatures = {"serving_default": signatures}
-        for name, fn in signatures.items():
-            concretes = _concretes_of(fn)
-            if len(concretes) != 1:
-                raise SaveError(f"signature '{name}' must be a ConcreteFunction or a tf.function "
-                                f"with an input_signature")
-            c, sig = concretes[0]
-            encoded_signatures[name] = encode_concrete(c, arrays, table, custom_gradients=custom,
-                                                       where=f"signature '{name}'", signature=sig)
-    document = {"kind": "saved_model", "variables": table.entries, "tracked_variables": n_tracked,
-                "functions": functions, "signatures": encoded_signatures}
+    for name, concrete in signature_concretes(obj, signatures, root_functions).items():
+        inputs, outputs = describe_signature(concrete, name)
+        fid, index = functions.locate(concrete)
+        encoded_signatures[name] = {"function": fid, "concrete": index, "inputs": inputs,
+                                    "outputs": outputs}
+    document = {"kind": "saved_model", "saved_model_version": SAVED_MODEL_VERSION,
+                "variables": table.entries, "tracked_variables": n_tracked,
+                "functions": functions.entries, "objects": nodes,
+                "signatures": encoded_signatures}
     fmt.write(export_dir, document, arrays)
 
 
@@ -237,175 +248,6 @@ def load_variables(document, arrays, where):
         if type(e["trainable"]) is not bool:
             raise LoadError(f"{where}: variable '{name}': trainable is not a bool")
         out.append(Variable(value, trainable=e["trainable"], name=name))
-    return out
-
-
-class _Leaf:
-    """A placeholder leaf of a loaded output structure."""
-
-    __slots__ = ()
-
-
-def _decode_structure(value, where, depth=0):
-    if depth > fmt.LIMITS["attr_depth"]:
-        raise LoadError(f"{where}: a structure nested too deeply")
-    if isinstance(value, list):
-        return [_decode_structure(v, where, depth + 1) for v in value]
-    if isinstance(value, dict) and len(value) == 1:
-        (tag, body), = value.items()
-        if tag == "$leaf" and body is None:
-            return _Leaf()
-        if tag == "$spec" and isinstance(body, list) and len(body) == 2:
-            shape = None if body[0] is None else fmt._shape(body[0], where, "a TensorSpec")
-            return TensorSpec(shape, fmt._dtype(body[1], where).name)
-        if tag == "$tuple" and isinstance(body, list):
-            return tuple(_decode_structure(v, where, depth + 1) for v in body)
-        if tag == "$dict" and isinstance(body, list) and all(
-                isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in body):
-            return {k: _decode_structure(v, where, depth + 1) for k, v in body}
-    raise LoadError(f"{where}: {fmt._short(value)} is not a saved function structure")
-
-
-class LoadedConcreteFunction(ConcreteFunction):
-    """A ConcreteFunction rebuilt from a save: it checks its arguments against the saved types."""
-
-    def __init__(self, graph, outputs, name, input_specs, input_signature):
-        # The saved graph was optimized before it was saved: it is compiled as it is, so that
-        # loading runs no op (constant folding would run a file's equations at load time).
-        super().__init__(graph, outputs, name, optimized=True)
-        self.input_specs = input_specs
-        self.input_signature = input_signature
-
-    def accepts(self, tensors):
-        return len(tensors) == len(self.input_specs) and all(
-            s.is_compatible_with(t) for s, t in zip(self.input_specs, tensors))
-
-    @property
-    def structured_input_signature(self):
-        return list(self.input_specs)
-
-
-def decode_concrete(entry, arrays, variables, name, where):
-    if not (isinstance(entry, dict) and set(entry) == {"graph", "input_specs", "input_signature",
-                                                       "outputs"}):
-        raise LoadError(f"{where}: a function entry is not {{graph, input_specs, "
-                        f"input_signature, outputs}}")
-    graph = fmt.decode_graph(entry["graph"], arrays, variables, where=where)
-    specs = entry["input_specs"]
-    if not isinstance(specs, list) or len(specs) != len(graph.inputs):
-        raise LoadError(f"{where}: input_specs do not match the graph's {len(graph.inputs)} inputs")
-    input_specs = []
-    for vid, spec in zip(graph.inputs, specs):
-        if not (isinstance(spec, list) and len(spec) == 2):
-            raise LoadError(f"{where}: an input spec is not [shape, dtype]")
-        shape = None if spec[0] is None else fmt._shape(spec[0], where, "an input")
-        dtype = fmt._dtype(spec[1], where)
-        traced_shape, traced_dtype = graph.types[vid]
-        if dtype != traced_dtype or (shape is not None and (
-                len(shape) != len(traced_shape) or
-                any(a is not None and b is not None and a != b
-                    for a, b in zip(shape, traced_shape)))):
-            raise LoadError(f"{where}: an input spec does not match the graph's type of value "
-                            f"{vid}")
-        input_specs.append(TensorSpec(shape, dtype.name))
-    signature = None
-    if entry["input_signature"] is not None:
-        signature = _decode_structure(entry["input_signature"], where)
-        if len(nest.flatten(signature)) != len(input_specs):
-            raise LoadError(f"{where}: the input signature does not match the graph's inputs")
-    outputs = _decode_structure(entry["outputs"], where)
-    if len(nest.flatten(outputs)) != len(graph.outputs):
-        raise LoadError(f"{where}: the output structure does not match the graph's "
-                        f"{len(graph.outputs)} outputs")
-    return LoadedConcreteFunction(graph, outputs, name, input_specs, signature)
-
-
-class LoadedFunction:
-    """A saved ``tf.function``: calls run the first saved graph whose signature fits."""
-
-    def __init__(self, name, concretes):
-        self.__name__ = self.name = name
-        self.concrete_functions = list(concretes)
-
-    def __call__(self, *args, **kwargs):
-        if kwargs:
-            raise TypeError(f"{self.name} (loaded) takes its tensors as positional arguments")
-        for concrete in self.concrete_functions:
-            flat = _flatten_args(args, concrete)
-            if flat is None:
-                continue
-            converted = [_as_tensor(a, s) for a, s in zip(flat, concrete.input_specs)]
-            if all(t is not None for t in converted) and concrete.accepts(converted):
-                return concrete._call_flat(converted)
-        got = ", ".join(f"{t.dtype.name}{list(t.shape)}" if isinstance(t, Tensor) else
-                        type(t).__name__ for t in args)
-        expected = "; ".join("(" + ", ".join(repr(s) for s in c.input_specs) + ")"
-                             for c in self.concrete_functions)
-        raise ValueError(f"{self.name} (loaded) was saved for arguments {expected}; "
-                         f"it was called with ({got})")
-
-    def get_concrete_function(self, *args):
-        return self.concrete_functions[0]
-
-    def __repr__(self):
-        return f"<loaded tf.function {self.name} ({len(self.concrete_functions)} signature(s))>"
-
-
-def _flatten_args(args, concrete):
-    """The call's tensors in the saved order: up to the input_signature's structure if there
-    was one (a nested list argument is then one tensor), else one tensor per argument."""
-    if concrete.input_signature is None:
-        return list(args) if len(args) == len(concrete.input_specs) else None
-    out = []
-
-    def walk(spec, value):
-        if isinstance(spec, dict):
-            if not isinstance(value, dict) or sorted(value) != sorted(spec):
-                raise ValueError
-            for k in sorted(spec):
-                walk(spec[k], value[k])
-        elif isinstance(spec, (list, tuple)):
-            if not isinstance(value, (list, tuple)) or len(value) != len(spec):
-                raise ValueError
-            for s, v in zip(spec, value):
-                walk(s, v)
-        else:
-            out.append(value)
-    try:
-        walk(list(concrete.input_signature), list(args))
-    except ValueError:
-        return None
-    return out
-
-
-def _as_tensor(arg, spec):
-    """A tensor for ``arg``; a Python number or array takes the saved dtype, as a signature
-    converts it; None if it cannot be a tensor."""
-    if isinstance(arg, Tensor):
-        return arg
-    try:
-        return convert_to_tensor(arg, dtype=spec.dtype)  # host data to the current device
-    except (TypeError, ValueError):
-        return None
-
-
-def load_functions(section, arrays, variables, where):
-    if not isinstance(section, dict):
-        raise LoadError(f"{where}: the functions are not an object")
-    out = {}
-    if len(section) > fmt.LIMITS["arrays"]:
-        raise LoadError(f"{where}: too many functions")
-    for name, entries in section.items():
-        parts = name.split(".") if isinstance(name, str) and len(name) <= 512 else [None]
-        if not all(isinstance(p, str) and p.isidentifier() and not keyword.iskeyword(p)
-                   and (not p.startswith("__") or p == "__call__") for p in parts) \
-                or "__call__" in parts[:-1] or len(parts) > fmt.LIMITS["graph_depth"]:
-            raise LoadError(f"{where}: {fmt._short(name)} is not a valid function name")
-        if not isinstance(entries, list) or not entries:
-            raise LoadError(f"{where}: function '{name}' has no saved graph")
-        out[name] = LoadedFunction(name, [
-            decode_concrete(e, arrays, variables, name, f"{where}: function '{name}'")
-            for e in entries])
     return out
 
 
@@ -465,21 +307,40 @@ _KIND_NAMES = {"saved_model": "SavedModel", "keras_model": "Keras model"}
 
 
 def load(export_dir, tags=None, options=None):
-    """The object saved at ``export_dir``: its functions and variables, nothing else."""
+    """The object saved at ``export_dir``: its object graph (attributes, Variables,
+    functions) and ``signatures``, rebuilt without any of the saving program's code."""
     document, arrays = fmt.read(export_dir)
     where = str(export_dir)
     try:
+        version = document.get("saved_model_version", 1)  # version 1 did not record one
+        if version not in (1, SAVED_MODEL_VERSION) or type(version) is not int:
+            raise LoadError(f"{where} is a SavedModel of version {fmt._short(version)}; this "
+                            f"tapeflow reads versions 1 to {SAVED_MODEL_VERSION} (save it "
+                            f"again with the tapeflow that wrote it, or upgrade)")
         variables, n_tracked, functions = read_contents(
             document, arrays, where, "saved_model", "tf.keras.models.load_model")
         signatures_doc = document.get("signatures")
         if not isinstance(signatures_doc, dict):
             raise LoadError(f"{where}: the signatures are not an object")
-        signatures = {}
-        for name, entry in signatures_doc.items():
-            fmt.check_name(name, f"{where}: signature")
-            signatures[name] = LoadedFunction(
-                name, [decode_concrete(entry, arrays, variables, name,
-                                       f"{where}: signature '{name}'")])
+        if version == 1:
+            return _load_version_1(signatures_doc, functions, variables, n_tracked, arrays,
+                                   where)
+        objects = build_objects(document.get("objects"), variables, functions, where)
+        root = objects[0]
+        root.signatures = {name: decode_signature(name, entry, functions, where)
+                           for name, entry in signatures_doc.items()}
+        return root
     finally:
         arrays.close()
+
+
+def _load_version_1(signatures_doc, functions, variables, n_tracked, arrays, where):
+    """A save from before the object graph: functions by attribute path, and signatures
+    that take their tensors positionally (as they were written)."""
+    signatures = {}
+    for name, entry in signatures_doc.items():
+        fmt.check_name(name, f"{where}: signature")
+        signatures[name] = LoadedFunction(
+            name, [decode_concrete(entry, arrays, variables, name,
+                                   f"{where}: signature '{name}'")])
     return _LoadedObject(functions, signatures, variables, n_tracked)

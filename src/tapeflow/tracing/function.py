@@ -332,18 +332,25 @@ class Function:
     def _trace_body(self, structure, leaves, shapes, probe):
         tracer = Tracer(self._name)
         traced_leaves = []
+        argument_leaves = []  # what the call was, as a save records it: tensors as TensorSpecs
         k = 0
         for leaf in leaves:
+            spec_name = None
             if leaf.__class__ is _Signed:
-                leaf = leaf.tensor
+                leaf, spec_name = leaf.tensor, leaf.spec.name
             if isinstance(leaf, Variable):
                 traced_leaves.append(leaf)
+                argument_leaves.append(leaf)
             elif isinstance(leaf, (Tensor, TensorSpec)) or backend.is_array(leaf):
                 example = _example(leaf, shapes[k], probe)
                 traced_leaves.append(tracer.placeholder(example))
+                if isinstance(leaf, TensorSpec):
+                    spec_name = leaf.name
+                argument_leaves.append(TensorSpec(shapes[k], example.dtype, spec_name))
                 k += 1
             else:
                 traced_leaves.append(leaf)
+                argument_leaves.append(leaf)
         args, kwargs = nest.pack_sequence_as(structure, traced_leaves)
         full, kwargs = self._args(args, kwargs)
         # AutoGraph: the one place the function is swapped for its converted form (cached)
@@ -364,7 +371,19 @@ class Function:
                     raise TypeError(f"{self._name} returned {type(r).__name__}; a tf.function "
                                     "returns tensors, Python numbers or None")
         tracer.graph.outputs = out_ids
-        return ConcreteFunction(tracer.graph, result, self._name)
+        concrete = ConcreteFunction(tracer.graph, result, self._name)
+        concrete.structured_arguments = nest.pack_sequence_as(structure, argument_leaves)
+        concrete.parameters = self._parameters()
+        return concrete
+
+    def _parameters(self):
+        """The Python function's parameters (``self`` left out for a method), or None where
+        Python cannot tell them (a builtin)."""
+        try:
+            params = list(inspect.signature(self.python_function).parameters.values())
+        except (TypeError, ValueError):
+            return None
+        return params[1:] if self._instance is not None else params
 
 
 _TUPLE = object()  # marks a tuple argument in an exact key
@@ -556,6 +575,10 @@ class ConcreteFunction:
         self.optimized_graph = graph if optimized else optimize(graph)
         # traced (or loaded) under the current device, whose array module its constants use
         self._run = compile_graph(self.optimized_graph, tensors=True, xp=backend.device_module())
+        # set by the tf.function that traced it: the call's (args, kwargs), tensors as
+        # TensorSpecs, and the Python function's parameters (a save records both)
+        self.structured_arguments = None
+        self.parameters = None
 
     def relax_types(self, other):
         """Mark dimensions that differ in ``other`` (the probe trace) as free (None)."""
