@@ -241,7 +241,9 @@ def cond_with_multiple_values(x):
 
 
 def ifexp_with_imbalanced_structure(x):
-    traced_args = tf.unstack(x) if tf.size(x) > 0 else []
+    # upstream's condition is tf.size(x) > 0: a trace per shape knows sizes and folds it to a
+    # Python bool (no error to raise), so the condition here depends on the values instead
+    traced_args = tf.unstack(x) if tf.reduce_sum(x) > 0 else []
     return traced_args
 
 
