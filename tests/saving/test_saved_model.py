@@ -57,7 +57,7 @@ def test_functions_replay_identically_for_any_batch_size(tmp_path):
     assert not hasattr(loaded, "untraced")
     for n in (1, 4, 7):
         np.testing.assert_array_equal(loaded.__call__(_x(n)).numpy(), m(_x(n)).numpy())
-    (spec,) = loaded.__call__.get_concrete_function().structured_input_signature
+    (spec,), _ = loaded.__call__.get_concrete_function().structured_input_signature
     assert spec.shape == (None, 3)
     with pytest.raises(ValueError, match=r"saved for arguments.*\(None, 3\)"):
         loaded.__call__(np.ones((2, 4), np.float32))

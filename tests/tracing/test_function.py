@@ -109,7 +109,8 @@ def test_input_signature_with_a_free_batch_dimension_traces_once():
         x = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
         np.testing.assert_array_equal(row_sums(tf.constant(x)).numpy(), (x * 2).sum(1))
     assert row_sums.experimental_get_tracing_count() == 1
-    assert row_sums.get_concrete_function().structured_input_signature[0].shape == (None, 3)
+    (spec,), _ = row_sums.get_concrete_function().structured_input_signature
+    assert spec.shape == (None, 3)
 
 
 def test_a_free_dimension_never_runs_the_python_body_twice_in_one_call():

@@ -96,7 +96,7 @@ class LoadedConcreteFunction(ConcreteFunction):
 
     @property
     def structured_input_signature(self):
-        return list(self.input_specs)
+        return tuple(self.input_specs), {}
 
 
 _ENTRY_KEYS = {"graph", "input_specs", "input_signature", "outputs"}

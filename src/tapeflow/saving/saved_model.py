@@ -173,7 +173,7 @@ class _FunctionTable:
                                     signature=signature)
             arguments = concrete.structured_arguments
             if arguments is None:  # a graph no tf.function traced: its tensors positionally
-                arguments = (tuple(concrete.structured_input_signature), {})
+                arguments = concrete.structured_input_signature
             entry["arguments"] = encode_arguments(arguments, self._variables, where)
             entry["parameters"] = encode_parameters(concrete.parameters)
             self.entries[fid].append(entry)

@@ -196,36 +196,24 @@ class Function:
         return concrete, tensors
 
     def _check_signature(self, args, kwargs):
-        if kwargs:
-            params = list(inspect.signature(self.python_function).parameters)
+        specs = self.input_signature
+        if kwargs or len(args) < len(specs):
+            params = list(inspect.signature(self.python_function).parameters.values())
             if self._instance is not None:
                 params = params[1:]
-            args = tuple(args) + tuple(kwargs[p] for p in params[len(args):] if p in kwargs)
-        specs = self.input_signature
+            args = list(args)
+            for p in params[len(args):len(specs)]:
+                if p.name in kwargs:
+                    args.append(kwargs[p.name])
+                elif p.default is not inspect.Parameter.empty:
+                    args.append(p.default)  # as TensorFlow: a default fills its spec
+                else:
+                    break
         if len(args) != len(specs):
             raise TypeError(f"{self._name}: the input_signature has {len(specs)} arguments, "
                             f"the call passed {len(args)}")
-        out = []
-        for i, (a, spec) in enumerate(zip(args, specs)):
-            flat_specs = nest.flatten(spec)
-            flat_args = nest.flatten(a)
-            if len(flat_specs) != len(flat_args):
-                raise ValueError(f"{self._name}: argument {i} does not match the input_signature "
-                                 f"{spec}")
-            converted = []
-            for s, v in zip(flat_specs, flat_args):
-                if isinstance(v, TensorSpec):
-                    converted.append(v)
-                    continue
-                t = v if isinstance(v, Tensor) else convert_to_tensor(v, dtype=s.dtype)
-                if not s.is_compatible_with(t):
-                    raise ValueError(
-                        f"Python inputs incompatible with input_signature: argument {i} of "
-                        f"{self._name} is a {t.dtype.name} tensor of shape {tuple(t.shape)}, "
-                        f"the signature says {s}")
-                converted.append(_Signed(t, s))
-            out.append(nest.pack_sequence_as(spec, converted))
-        return tuple(out)
+        return tuple(_signed(self._name, i, spec, a) for i, (a, spec) in
+                     enumerate(zip(args, specs)))
 
     def _key(self, structure, leaves):
         # A graph's constants live on the device it was traced on: each device has its own.
@@ -415,6 +403,27 @@ def _exact_key(device, args):
     return tuple(key), flat
 
 
+def _signed(name, i, spec, value):
+    """``value`` matched against ``spec`` (a TensorSpec, or lists, tuples and dicts of them):
+    each spec's value becomes a tensor of the spec's dtype (a Python list or numpy array
+    included), wrapped with its spec."""
+    if isinstance(spec, TensorSpec):
+        if isinstance(value, TensorSpec):
+            return value
+        t = value if isinstance(value, Tensor) else convert_to_tensor(value, dtype=spec.dtype)
+        if not spec.is_compatible_with(t):
+            raise ValueError(
+                f"Python inputs incompatible with input_signature: argument {i} of {name} is "
+                f"a {t.dtype.name} tensor of shape {tuple(t.shape)}, the signature says {spec}")
+        return _Signed(t, spec)
+    if isinstance(spec, dict) and isinstance(value, dict) and set(spec) == set(value):
+        return {k: _signed(name, i, spec[k], value[k]) for k in spec}
+    if isinstance(spec, (list, tuple)) and isinstance(value, (list, tuple)) and \
+            len(spec) == len(value):
+        return type(spec)(_signed(name, i, s, v) for s, v in zip(spec, value))
+    raise ValueError(f"{name}: argument {i} does not match the input_signature {spec}")
+
+
 class _Signed:
     """A tensor argument with the TensorSpec it matched."""
 
@@ -588,11 +597,41 @@ class ConcreteFunction:
                 if alt is not None and len(alt[0]) == len(shape):
                     graph.types[vid] = (tuple(None if a != b else a for a, b in zip(shape, alt[0])),
                                         dtype)
+        if self.structured_arguments is not None:
+            inputs = iter(self.graph.inputs)
+            self.structured_arguments = nest.map_structure(
+                lambda leaf: TensorSpec(self.graph.types[next(inputs)][0], leaf.dtype, leaf.name)
+                if isinstance(leaf, TensorSpec) else leaf, self.structured_arguments)
 
     @property
     def structured_input_signature(self):
-        return [TensorSpec(self.graph.types[v][0], self.graph.types[v][1])
-                for v in self.graph.inputs]
+        """``(args, kwargs)`` as the function was traced for, tensors as TensorSpecs and Python
+        arguments as their values (TensorFlow's form)."""
+        if self.structured_arguments is not None:
+            args, kwargs = self.structured_arguments
+            return tuple(args), dict(kwargs)
+        return tuple(TensorSpec(self.graph.types[v][0], self.graph.types[v][1])
+                     for v in self.graph.inputs), {}
+
+    @property
+    def structured_outputs(self):
+        """The returned structure, each tensor as the TensorSpec of its value."""
+        specs = [None if o is None else TensorSpec(*self.graph.types[o])
+                 for o in self.graph.outputs]
+        if self._single_output:
+            return specs[0]
+        return nest.pack_sequence_as(self._outputs_template, specs, expand_composites=True) \
+            if self._n_outputs else self._outputs_template
+
+    @property
+    def output_shapes(self):
+        return nest.map_structure(lambda s: None if s is None else s.shape,
+                                  self.structured_outputs)
+
+    @property
+    def output_dtypes(self):
+        return nest.map_structure(lambda s: None if s is None else s.dtype,
+                                  self.structured_outputs)
 
     @property
     def variables(self):
@@ -603,9 +642,33 @@ class ConcreteFunction:
         return tuple(v for v in self.graph.variables if v.trainable)
 
     def __call__(self, *args, **kwargs):
-        tensors = [a if isinstance(a, Tensor) else convert_to_tensor(a)
-                   for a in nest.flatten((args, kwargs)) if not isinstance(a, Variable)]
+        """Called with the arguments it was traced for (Python values equal to the traced
+        ones), or with its flat tensors in order."""
+        tensors = self._structured_tensors(args, kwargs)
+        if tensors is None:
+            tensors = [a if isinstance(a, Tensor) else convert_to_tensor(a)
+                       for a in nest.flatten((args, kwargs)) if not isinstance(a, Variable)]
         return self._call_flat(tensors)
+
+    def _structured_tensors(self, args, kwargs):
+        if self.structured_arguments is None:
+            return None
+        want_args, want_kwargs = self.structured_arguments
+        want = (tuple(want_args), dict(want_kwargs))
+        given = (tuple(args), dict(kwargs))
+        if nest.structure_key(given) != nest.structure_key(want):
+            return None
+        tensors = []
+        for w, g in zip(nest.flatten(want), nest.flatten(given)):
+            if isinstance(w, TensorSpec):
+                tensors.append(g if isinstance(g, Tensor) else convert_to_tensor(g, dtype=w.dtype))
+            elif isinstance(w, Variable):
+                continue  # captured by reference, not an input
+            elif isinstance(g, Tensor) or not _equal_attr(w, g):
+                raise TypeError(f"{self.name} was traced with the Python argument {w!r}; it "
+                                f"was called with {g!r} (a ConcreteFunction is for the Python "
+                                f"arguments it was traced with; call the tf.function instead)")
+        return tensors
 
     def _call_flat(self, tensors):
         if context().active:
