@@ -1447,6 +1447,18 @@ def _traced_while(x, *, steps):
     return tf.function(loop)(x, tf.constant(steps))
 
 
+def _while_gradient_inside(x, *, steps):
+    """The gradient of a while loop taken inside a tf.function: one WhileGrad equation."""
+    def grad(a, n):
+        with tf.GradientTape() as tape:
+            tape.watch(a)
+            y = tf.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, tf.sin(y) * a + 0.5 * y),
+                              (0, a))[1]
+            s = tf.reduce_sum(y * y)
+        return tape.gradient(s, a)
+    return tf.function(grad)(x, tf.constant(steps))
+
+
 def _traced_map_fn(x, w):
     fn = tf.function(lambda a, b: tf.map_fn(lambda r: tf.tanh(r * b) + tf.reduce_sum(r * r), a))
     return fn(x, w)
@@ -1469,6 +1481,9 @@ def _map_fn_spec(draw):
 case("cond", "If", _traced_cond, _cond_spec, note="both branches, chosen at run time")
 case("while_loop", "While", _traced_while, _while_spec,
      note="trip count an argument: 0 to 3 steps, the body captures x")
+case("while_grad", "WhileGrad", _while_gradient_inside, _while_spec,
+     note="a while loop's gradient inside tf.function (O(n): states kept); second order "
+          "through the recomputing form")
 case("map_fn", "MapFn", _traced_map_fn, _map_fn_spec,
      note="rows of x; w captured by the mapped function (its gradient sums over rows)")
 

@@ -48,12 +48,14 @@ import numpy as np
 from .. import backend
 from ..core import nest
 from ..core.backprop import unbroadcast
-from ..core.context import PER_THREAD, context
+from ..core.context import PER_THREAD, context, init_scope
 from ..core.dispatch import apply
+from ..core.tape import GradientTape
 from ..core.registry import NOT_DIFFERENTIABLE, def_primitive, register_gradient
 from ..core.tensor import Tensor, Variable, convert_to_tensor, made_before, next_tensor_id
 from ..ops.arithmetic import add, greater, less, logical_and, subtract
 from ..ops.creation import zeros_on
+from ..ops.elementwise import identity
 from ..ops.reduce import reduce_sum
 from ..ops.shape import cast, reshape, stack
 from .compiler import _apply_custom, _graph_gradient, compile_graph, optimize
@@ -480,9 +482,104 @@ def _while_grad(op, *dys):
     nb = _batch_ndim(op, dys)
     ins = list(op.inputs)
     init, caps = ins[:n_vars], ins[n_vars:]
+    ctx = context()
+    if ctx.trace is not None and not (ctx.tapes or ctx.accumulators or ctx.watchers):
+        # In a trace, with nothing recording this backward pass: one WhileGrad equation that
+        # keeps every state when it runs, O(n) (as while_v2 accumulates them); differentiated
+        # again, it falls back on the recomputing form below.
+        lead = _lead(dys, nb)
+        cotangents = [_or_zeros(d, t, lead) for d, t in zip(dys, init)]
+        grads = apply(WHILE_GRAD, tuple(ins) + tuple(cotangents),
+                      {"cond": loop[0], "body": loop[1], "maximum_iterations": loop[2],
+                       "n_vars": n_vars, "nb": nb})
+        grads = iter(grads)
+        return [next(grads) if _is_float(t) else None for t in ins]
+    return _while_grad_recomputing(loop, ins, n_vars, list(dys), nb)
+
+
+def _while_grad_recomputing(loop, ins, n_vars, dys, nb):
+    """The gradient as ops a tape or a trace records (so it can be differentiated again):
+    unrolled at run time eagerly; in a trace, a While that recomputes each state, O(n^2)."""
+    init, caps = ins[:n_vars], ins[n_vars:]
     back = _while_grad_unrolled if context().trace is None else _while_grad_traced
-    g_vars, g_caps = back(*loop, init, caps, list(dys), nb)
+    g_vars, g_caps = back(*loop, init, caps, dys, nb)
     return [g if _is_float(t) else None for g, t in zip(g_vars + g_caps, ins)]
+
+
+def _while_grad_forward(*operands, cond, body, maximum_iterations, n_vars, nb):
+    """WhileGrad: the operands of a While, then its outputs' cotangents; the gradients of its
+    float operands.  Runs the compiled loop again keeping every state, then walks back through
+    the body's compiled vector-Jacobian product, one call a step: O(n)."""
+    ins, dys = list(operands[:-n_vars]), list(operands[-n_vars:])
+    lead = tuple(dys[0].shape[:nb]) if nb else ()
+    is_float = [a.dtype.kind in "fc" for a in ins]
+    if context().trace is not None:  # shape inference: each gradient has its operand's type
+        return tuple(backend.array_module(a).zeros(lead + a.shape, a.dtype)
+                     for a, f in zip(ins, is_float) if f)
+    state, caps = ins[:n_vars], ins[n_vars:]
+    states = [state]
+    while maximum_iterations is None or len(states) <= maximum_iterations:
+        if not bool(_run(cond, state + caps)[0]):
+            break
+        state = list(_run(body, state + caps))
+        states.append(state)
+    vjp = _compiled_body_vjp(body, states[0] + caps, is_float[:n_vars], dys, nb)
+    ct = [d for d, f in zip(dys, is_float) if f]
+    acc = None
+    n_ct = len(ct)
+    for state in reversed(states[:-1]):
+        out = vjp(*(state + caps + ct))
+        ct, g_caps = list(out[:n_ct]), out[n_ct:]
+        acc = list(g_caps) if acc is None else [a + g for a, g in zip(acc, g_caps)]
+    if acc is None:  # no trip: the captured values get zeros
+        acc = [backend.array_module(c).zeros(lead + c.shape, c.dtype)
+               for c, f in zip(caps, is_float[n_vars:]) if f]
+    return tuple(ct) + tuple(acc)
+
+
+def _compiled_body_vjp(body, example_ins, float_vars, example_dys, nb):
+    """``vjp(*state, *caps, *float cotangents) -> (float state cotangents, float caps
+    gradients)`` of one step of ``body``: graph_vjp traced once into a graph and compiled,
+    cached on the body per types and device."""
+    ctx = PER_THREAD.context
+    key = (ctx.device, nb, tuple((a.shape, a.dtype.str) for a in example_ins),
+           tuple((d.shape, d.dtype.str) for d in example_dys))
+    cache = body.__dict__.setdefault("_vjps", {})
+    run = cache.get(key)
+    if run is None:
+        tracer = Tracer(f"{body.name}_vjp")
+        with tracing(tracer):
+            ins = [tracer.placeholder(a) for a in example_ins]
+            cts = [tracer.placeholder(d) if f else None for d, f in zip(example_dys, float_vars)]
+            grads = graph_vjp(body, ins, cts, nb)
+            tracer.graph.outputs = [tracer.value_of(g)[0] for g, a in zip(grads, example_ins)
+                                    if a.dtype.kind in "fc"]
+        tracer.graph.inputs = [vid for _, vid in tracer.captures] + tracer.graph.inputs
+        run = cache[key] = compile_graph(optimize(tracer.graph), xp=ctx.xp)
+    return run
+
+
+WHILE_GRAD = def_primitive("WhileGrad", _while_grad_forward, num_outputs=None)
+
+
+@register_gradient("WhileGrad", saves="inputs")
+def _while_grad_grad(op, *gs):
+    """Second order: the recomputing form of the same gradient, differentiated on a tape (a
+    batch of cotangents, a jacobian's, one row at a time)."""
+    nb = gs[0]._value.ndim - len(op.output_shape(0))
+    if nb:
+        return _per_row(lambda rows: _while_grad_grad(op, *rows), list(gs), nb)
+    n_vars = op.get_attr("n_vars")
+    loop = (op.get_attr("cond"), op.get_attr("body"), op.get_attr("maximum_iterations"))
+    with GradientTape(persistent=False) as tape:
+        # one fresh tensor per operand position: a tensor that is both a loop variable and a
+        # captured value gets each position's share, not the sum twice
+        operands = [identity(t) for t in op.inputs]
+        tape.watch([t for t in operands if _is_float(t)])
+        ins, dys = operands[:-n_vars], operands[-n_vars:]
+        grads = _while_grad_recomputing(loop, ins, n_vars, dys, op.get_attr("nb"))
+        outs = [g for g in grads if g is not None]
+    return tape.gradient(outs, operands, output_gradients=list(gs))
 
 
 def _while_grad_unrolled(cond_g, body_g, maxit, init, caps, dys, nb):
