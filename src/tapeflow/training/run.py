@@ -107,8 +107,8 @@ def _train(strategy, config, output, resume, overrides, allow_builder, verbose, 
     resumed = launch.together(strategy, UserError, _run_dir_checked if root else _nothing,
                               run_dir, cfg, where, resume)
     resumed = launch.broadcast(strategy, resumed)
-    if resume and resumed is None and verbose and root:
-        print(f"--resume: {run_dir} holds no run yet; starting it", file=stream)
+    if resume and verbose and root:
+        print(f"--resume: {_where_resumed(run_dir, resumed)}", file=stream)
     resolved = resumed.config if resumed is not None else launch.broadcast(strategy,
                                                                            cfg.resolved())
     if resumed is not None:  # the run's config, with only what a resume may change taken anew
@@ -156,6 +156,16 @@ def _run_dir_checked(run_dir, cfg, where, resume):
         return _resume_point(run_dir, cfg, where)
     _refuse_existing_run(run_dir)
     return None
+
+
+def _where_resumed(run_dir, resumed):
+    if resumed is None:
+        return f"{run_dir} holds no run yet; starting it"
+    if resumed.path is None:
+        return f"{run_dir} has no checkpoint yet; starting its run again"
+    step = resumed.training.get("step", 0)
+    at = f"epoch {resumed.epoch + 1}, step {step}" if step else f"epoch {resumed.epoch}"
+    return f"going on from {resumed.path} (after {at})"
 
 
 def _nothing(*args):
