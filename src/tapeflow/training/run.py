@@ -22,9 +22,9 @@ state, and a resume skips the batches done and goes on at the next one.
 ``resume=True`` on a directory that does not exist yet (or is empty) starts
 the run, so a preemptible job can run the same command every time.  A SIGTERM
 finishes the current step, writes a checkpoint and raises ``Preempted``
-(``tapeflow train`` exits with status 75, ``preemption.PREEMPTED_STATUS``).  A loss that turns NaN stops the run with a
-``TrainingError`` naming the epoch and step; the checkpoints written before
-it are kept.
+(``tapeflow train`` exits with status 75, ``preemption.PREEMPTED_STATUS``).
+A loss that turns NaN stops the run with a ``TrainingError`` naming the epoch
+and step; the checkpoints written before it are kept.
 """
 import csv
 import dataclasses
@@ -353,7 +353,7 @@ class _Trainer:
         self.epoch = ckpt.epoch
         self.step = ckpt.training.get("step", 0)
         self.order_seed = ckpt.training.get("order_seed")
-        self.metric_state = _metric_state(ckpt.arrays)
+        self.metric_state = _metric_state(ckpt.arrays, ckpt.path)
         self.stopped = ckpt.training["stopped"]
         self.history = {k: list(v) for k, v in ckpt.training["history"].items()}
         callbacks = ckpt.training["callbacks"]
@@ -572,11 +572,13 @@ def _metric_arrays(model):
             for i, v in enumerate(m.variables)}
 
 
-def _metric_state(arrays):
+def _metric_state(arrays, where):
     """``{metric name: [arrays]}`` from a checkpoint's named arrays."""
     state = {}
-    for key in sorted(k for k in arrays if k.startswith("metrics/")):
+    for key in (k for k in arrays if k.startswith("metrics/")):
         name, _, index = key[len("metrics/"):].rpartition("/")
+        if not (name and index.isdigit()):
+            raise CheckpointError(f"{where}: the metrics' state is damaged ('{key}')")
         state.setdefault(name, {})[int(index)] = arrays[key]
     return {name: [values[i] for i in sorted(values)] for name, values in state.items()}
 
