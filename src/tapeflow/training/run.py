@@ -44,6 +44,7 @@ from ..distribute import launch
 from ..ops import random as random_ops
 from ..saving.atomic import write_atomically, write_text_atomically
 from . import checkpoint as ckpt_io
+from . import loop_state
 from . import preemption
 from .build import build_model
 from .config import RunConfig, dump_yaml, load_config, parse_config
@@ -334,9 +335,10 @@ class _Trainer:
     # --- state in and out of checkpoints ---------------------------------------------------------
     def training_state(self, finished=False, step=0, order_seed=None):
         callbacks = {}
-        arrays = _metric_arrays(self.model) if step else {}
+        arrays = loop_state.metric_arrays(self.model) if step else {}
         if self.early_stopping is not None:
-            callbacks["early_stopping"], es_arrays = _early_stopping_state(self.early_stopping)
+            callbacks["early_stopping"], es_arrays = loop_state.callback_state(
+                "early_stopping", self.early_stopping)
             arrays.update(es_arrays)
         if self.best is not None:
             callbacks["best"] = {"value": self.best.value, "epoch": self.best.epoch}
@@ -353,13 +355,13 @@ class _Trainer:
         self.epoch = ckpt.epoch
         self.step = ckpt.training.get("step", 0)
         self.order_seed = ckpt.training.get("order_seed")
-        self.metric_state = _metric_state(ckpt.arrays, ckpt.path)
+        self.metric_state = loop_state.metric_state(ckpt.arrays, ckpt.path)
         self.stopped = ckpt.training["stopped"]
         self.history = {k: list(v) for k, v in ckpt.training["history"].items()}
         callbacks = ckpt.training["callbacks"]
         if self.early_stopping is not None and "early_stopping" in callbacks:
-            _load_early_stopping_state(self.early_stopping, callbacks["early_stopping"],
-                                      ckpt.arrays, ckpt.path)
+            loop_state.restore_callback("early_stopping", self.early_stopping,
+                                        callbacks["early_stopping"], ckpt.arrays, ckpt.path)
         if self.best is not None and "best" in callbacks:
             self.best.value = callbacks["best"]["value"]
             self.best.epoch = callbacks["best"]["epoch"]
@@ -492,7 +494,7 @@ class _Best:
 
     def improves(self, logs, epoch):
         value = logs.get(self.monitor.monitor)
-        if value is None or not self.monitor._improved(float(value), self.value):
+        if value is None or not self.monitor.improves(float(value), self.value):
             return False
         self.value, self.epoch = float(value), epoch
         return True
@@ -529,7 +531,8 @@ class _EpochEnd(callbacks_module.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
         if self.trainer.step and epoch == self.trainer.epoch:  # after fit reset the metrics
-            _restore_metrics(self.model, self.trainer.metric_state, self.trainer.run_dir)
+            loop_state.restore_metrics(self.model, self.trainer.metric_state,
+                                       self.trainer.run_dir)
             self.trainer.step, self.trainer.metric_state = 0, {}
 
     def on_train_batch_end(self, batch, logs=None):
@@ -563,51 +566,6 @@ class _Progress(callbacks_module.ProgbarLogger):
 def restore_random_state(state):
     """The random state as the checkpoint's next epoch starts from it (shuffle, dropout)."""
     context().random.restore(state)
-
-
-def _metric_arrays(model):
-    """The metrics' running state (the loss tracker's included) as named arrays."""
-    return {f"metrics/{name}/{i}": v.numpy()
-            for name, m in zip(model.metrics_names, model.metrics)
-            for i, v in enumerate(m.variables)}
-
-
-def _metric_state(arrays, where):
-    """``{metric name: [arrays]}`` from a checkpoint's named arrays."""
-    state = {}
-    for key in (k for k in arrays if k.startswith("metrics/")):
-        name, _, index = key[len("metrics/"):].rpartition("/")
-        if not (name and index.isdigit()):
-            raise CheckpointError(f"{where}: the metrics' state is damaged ('{key}')")
-        state.setdefault(name, {})[int(index)] = arrays[key]
-    return {name: [values[i] for i in sorted(values)] for name, values in state.items()}
-
-
-def _restore_metrics(model, state, where):
-    metrics = dict(zip(model.metrics_names, model.metrics))
-    if set(metrics) != set(state):
-        raise CheckpointError(f"{where}: the mid-epoch checkpoint's metrics "
-                              f"({', '.join(sorted(state))}) are not the model's "
-                              f"({', '.join(sorted(metrics))})")
-    for name, values in state.items():
-        for variable, value in zip(metrics[name].variables, values):
-            variable.assign(value)
-
-
-def _early_stopping_state(es):
-    """EarlyStopping's counts as JSON and its best weights as named arrays."""
-    counts, weights = es.get_state()
-    arrays = {f"early_stopping/best_weights/{i}": w for i, w in enumerate(weights or [])}
-    return dict(counts, best_weights=len(arrays)), arrays
-
-
-def _load_early_stopping_state(es, state, arrays, where):
-    try:
-        n = int(state["best_weights"])
-        es.set_state(state, [arrays[f"early_stopping/best_weights/{i}"] for i in range(n)]
-                     if n else None)
-    except (KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(f"{where}: early stopping's state is damaged ({e})") from None
 
 
 def write_history(run_dir, history):
