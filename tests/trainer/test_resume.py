@@ -114,9 +114,14 @@ def test_resume_of_a_run_killed_before_its_first_checkpoint(tmp_path):
 
 
 # --- across processes, with SIGKILL and SIGTERM ------------------------------------------------------
-# 3 epochs of 182 steps (batch 64), a mid-epoch checkpoint every 25 steps
-KILL_CONFIG = {"training": {"epochs": 3, "batch_size": 64, "seed": 3},
+# 5 epochs of 182 steps (batch 64), a mid-epoch checkpoint every 25 steps
+KILL_CONFIG = {"training": {"epochs": 5, "batch_size": 64, "seed": 3},
                "checkpoint": {"every_steps": 25}}
+
+
+def _checkpoint_names(run_dir):
+    where = run_dir / "checkpoints"
+    return {p.name for p in where.glob("*.h5")} if where.is_dir() else set()
 
 
 def _predict_bytes(run_dir, tmp_path, name):
@@ -145,17 +150,19 @@ def test_sigkill_and_sigterm_at_random_moments_then_the_same_command(tmp_path):
     rng = random.Random(1234)
     outcomes = []
     for how in (signal.SIGTERM, signal.SIGKILL, signal.SIGTERM):
+        before = _checkpoint_names(target)
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
-        # the first line ("--resume: ...") comes once the SIGTERM handler is in place; then a
-        # random moment: mid-epoch, in a checkpoint write, between epochs
-        first = proc.stdout.readline()
-        assert first.startswith("--resume: "), (first, proc.stderr.read())
-        time.sleep(rng.uniform(0.0, 0.8))
+        # once this run has written a checkpoint (it is training), a random moment:
+        # mid-epoch, in a checkpoint write, between epochs
+        while _checkpoint_names(target) <= before and proc.poll() is None:
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0.0, 0.3))
         if proc.poll() is None:
             proc.send_signal(how)
-        _, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=120)
         outcomes.append(proc.returncode)
+        assert out.startswith("--resume: "), out  # where it starts, or goes on from
         if proc.returncode == PREEMPTED_STATUS:  # a checkpoint written, and said so
             assert how == signal.SIGTERM and "--resume goes on from it" in err, err
         elif proc.returncode != 0:
