@@ -8,7 +8,9 @@
     tapeflow inspect runs/housing                       architecture, optimizer, epoch, config
 
 A mistake in what you gave (a config key, a data file, a checkpoint) prints one
-message and exits with status 2; nothing existing is overwritten.
+message and exits with status 2; nothing existing is overwritten.  A SIGTERM to
+`tapeflow train` finishes the current step, writes a checkpoint and exits with
+status 75; the same command with --resume goes on from it.
 """
 import argparse
 import sys
@@ -20,6 +22,8 @@ USER_ERROR = 2
 
 def _cmd_train(args):
     from .training.config import dump_yaml, load_config
+    from .training.errors import Preempted
+    from .training.preemption import PREEMPTED_STATUS
     from .training.run import train
 
     overrides = list(args.set or [])
@@ -30,8 +34,13 @@ def _cmd_train(args):
     if args.print_config:
         print(dump_yaml(load_config(args.config, overrides).resolved()), end="")
         return 0
-    train(args.config, output=args.output, resume=args.resume, overrides=overrides,
-          allow_builder=args.allow_builder)
+    try:
+        train(args.config, output=args.output, resume=args.resume, overrides=overrides,
+              allow_builder=args.allow_builder)
+    except Preempted as e:
+        if not getattr(e, "quiet", False):
+            print(f"tapeflow train: {e}", file=sys.stderr)
+        return PREEMPTED_STATUS
     return 0
 
 
@@ -97,7 +106,10 @@ def _parser():
         "train", help="train a model from a YAML config",
         description="Train the model a YAML config describes. The run directory gets the "
                     "resolved config (seed included), checkpoints, history.csv/json, "
-                    "learning_curve.png, test_metrics.json and model.h5.")
+                    "learning_curve.png, test_metrics.json and model.h5. On SIGTERM (what "
+                    "a scheduler sends before it kills a job) it finishes the current step, "
+                    "writes a checkpoint and exits with status 75 (2: a mistake in what was "
+                    "given); rerun the same command with --resume to go on.")
     train.add_argument("config", metavar="CONFIG.yaml", help="the run config (see configs/)")
     train.add_argument("--set", action="append", metavar="KEY.PATH=VALUE",
                        help="override one config value, parsed as YAML and validated like the "
@@ -105,7 +117,9 @@ def _parser():
     train.add_argument("--output", metavar="DIR",
                        help="the run directory (default: runs/<config name>)")
     train.add_argument("--resume", action="store_true",
-                       help="continue the run in --output from its last good checkpoint")
+                       help="continue the run in --output from its last good checkpoint (a "
+                            "missing or empty --output starts the run: a preemptible job can "
+                            "run the same command every time)")
     train.add_argument("--seed", type=int, metavar="N", help="set training.seed")
     train.add_argument("--device", choices=["cpu", "gpu"], help="set device")
     train.add_argument("--print-config", action="store_true",

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from tapeflow.training import checkpoint as ckpt_io
+from tapeflow.training.preemption import PREEMPTED_STATUS
 
 from tests.trainer.helpers import cli, small_config, write_config
 from .test_mpi_strategy import ONE_THREAD, TIMEOUT_S, _mpiexec
@@ -193,3 +194,38 @@ def test_a_killed_rank_is_named_and_one_process_resumes_its_run(tmp_path):
     assert f"Epoch {newest + 1}/{epochs}" in resumed.stdout, resumed.stdout  # went on from it
     assert f"Epoch {newest}/{epochs}" not in resumed.stdout, resumed.stdout
     assert ckpt_io.read_checkpoint(run / ckpt_io.FINAL_NAME).epoch == epochs
+
+
+def test_sigterm_stops_both_ranks_at_one_step_and_the_same_command_goes_on(runs):
+    """mpiexec passes a SIGTERM to every rank; they agree to stop at the next every_steps
+    boundary, rank 0 writes the checkpoint, and all exit 75; the same command then ends with
+    the weights of the 2-rank run that never stopped (every_steps changes no result)."""
+    where, config, _ = runs
+    run = where / "preempted"
+    command = [_mpiexec(), "-n", "2", sys.executable, "-m", "tapeflow.cli", "train", str(config),
+               "--output", str(run), "--resume", "--set", "checkpoint.every_steps=5"]
+    mpi = subprocess.Popen(command, cwd=where, env={**os.environ, **ENV},
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while not ckpt_io.step_checkpoints(str(run)):  # the handlers are in place by then
+            assert mpi.poll() is None and time.monotonic() < deadline, mpi.communicate()
+            time.sleep(0.01)
+        mpi.send_signal(signal.SIGTERM)
+        out, err = mpi.communicate(timeout=TIMEOUT_S)
+    finally:
+        if mpi.poll() is None:
+            mpi.kill()
+            mpi.communicate()
+    assert mpi.returncode == PREEMPTED_STATUS, (mpi.returncode, err)
+    said = [line for line in err.splitlines() if "stopped by SIGTERM" in line]
+    assert len(said) == 1 and "--resume goes on from it" in said[0], err  # rank 0 alone
+    written = ckpt_io.read_checkpoint(said[0].split("; checkpoint ")[1].split(";")[0])
+    steps = written.epoch * 46 + written.training["step"]  # 46 global batches an epoch
+    assert steps % 5 == 0 or written.training["step"] == 0, steps  # a boundary, or an epoch end
+    again = subprocess.run(command, cwd=where, env={**os.environ, **ENV}, capture_output=True,
+                           text=True, timeout=TIMEOUT_S)
+    assert again.returncode == 0, again.stderr
+    assert "--resume: going on from" in again.stdout, again.stdout
+    for a, b in zip(_weights(where / "two"), _weights(run)):
+        np.testing.assert_array_equal(b, a)

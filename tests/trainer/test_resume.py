@@ -3,8 +3,9 @@
 In-process: training N epochs, then resuming to M, equals training M at once,
 weights and predictions bit for bit; a negative control (the random state not
 restored) shows the comparison can fail.  Across processes: the real command
-killed with SIGKILL at several moments, then ``--resume``, writes byte-identical
-predictions; a process killed in the middle of a checkpoint write leaves the
+(``--resume`` from the first run, on a directory that does not exist yet) stopped by
+SIGTERM and SIGKILL at random moments, mid-epoch included, then run again, writes
+byte-identical predictions; a process killed in the middle of a checkpoint write leaves the
 previous checkpoint whole and a temporary that the next run removes.
 """
 import pathlib
@@ -21,6 +22,8 @@ import pytest
 import tapeflow as tf
 from tapeflow.training import checkpoint as ckpt_io
 from tapeflow.training import run as run_module
+from tapeflow.training.inference import predict_csv
+from tapeflow.training.preemption import PREEMPTED_STATUS
 from tapeflow.training.run import train
 
 from .helpers import cli, small_config, write_config
@@ -110,11 +113,19 @@ def test_resume_of_a_run_killed_before_its_first_checkpoint(tmp_path):
     np.testing.assert_array_equal(whole.model.predict(PROBE), resumed.model.predict(PROBE))
 
 
-# --- across processes, with SIGKILL ------------------------------------------------------------------
-KILL_CONFIG = {"training": {"epochs": 12, "batch_size": 64, "seed": 3}}
+# --- across processes, with SIGKILL and SIGTERM ------------------------------------------------------
+# 5 epochs of 182 steps (batch 64), a mid-epoch checkpoint every 25 steps
+KILL_CONFIG = {"training": {"epochs": 5, "batch_size": 64, "seed": 3},
+               "checkpoint": {"every_steps": 25}}
+
+
+def _checkpoint_names(run_dir):
+    where = run_dir / "checkpoints"
+    return {p.name for p in where.glob("*.h5")} if where.is_dir() else set()
 
 
 def _predict_bytes(run_dir, tmp_path, name):
+    """What ``tapeflow predict RUN_DIR`` writes for 50 housing rows (its code, in-process)."""
     x_csv = tmp_path / "x.csv"
     if not x_csv.exists():
         from sklearn.datasets import fetch_california_housing
@@ -123,40 +134,42 @@ def _predict_bytes(run_dir, tmp_path, name):
                                               for r in h.data[:50]]
         x_csv.write_text("\n".join(rows) + "\n")
     out = tmp_path / f"{name}.csv"
-    result = cli("predict", run_dir, "--input", x_csv, "--output", out)
-    assert result.returncode == 0, result.stderr
+    predict_csv(ckpt_io.resolve_checkpoint(run_dir), x_csv, out)
     return out.read_bytes()
 
 
 @pytest.mark.child_process
-def test_sigkill_at_random_moments_then_resume_gives_identical_predictions(tmp_path):
+def test_sigkill_and_sigterm_at_random_moments_then_the_same_command(tmp_path):
     config = write_config(tmp_path / "run.yaml", small_config(**KILL_CONFIG))
-    done = cli("train", config, "--output", tmp_path / "whole")
-    assert done.returncode == 0, done.stderr
+    train(config, output=tmp_path / "whole", verbose=False)  # uninterrupted
     expected = _predict_bytes(tmp_path / "whole", tmp_path, "whole")
 
-    target = tmp_path / "killed"
+    target = tmp_path / "killed"  # does not exist yet: the first --resume starts the run
+    command = [sys.executable, "-m", "tapeflow.cli", "train", str(config), "--output",
+               str(target), "--resume"]
     rng = random.Random(1234)
-    kills = 0
-    args = [sys.executable, "-m", "tapeflow.cli", "train", str(config), "--output", str(target)]
-    for attempt in range(4):
-        resume = ["--resume"] if (target / "config.yaml").exists() else []
-        proc = subprocess.Popen(args + resume, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True)
-        # a kill at a random moment: after a random number of epochs (0: before the first
-        # ends), then a random part of the next one (checkpoint writes included)
-        for _ in range(rng.randrange(0, 3)):
-            proc.stdout.readline()
+    outcomes = []
+    for how in (signal.SIGTERM, signal.SIGKILL, signal.SIGTERM):
+        before = _checkpoint_names(target)
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        # once this run has written a checkpoint (it is training), a random moment:
+        # mid-epoch, in a checkpoint write, between epochs
+        while _checkpoint_names(target) <= before and proc.poll() is None:
+            time.sleep(0.005)
         time.sleep(rng.uniform(0.0, 0.3))
         if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait(timeout=60)
-        proc.stdout.close()
-        if (target / "model.h5").exists():
-            break
-    assert kills >= 3, "the runs finished before they could be killed; lengthen KILL_CONFIG"
-    if not (target / "model.h5").exists():
+            proc.send_signal(how)
+        out, err = proc.communicate(timeout=120)
+        outcomes.append(proc.returncode)
+        assert out.startswith("--resume: "), out  # where it starts, or goes on from
+        if proc.returncode == PREEMPTED_STATUS:  # a checkpoint written, and said so
+            assert how == signal.SIGTERM and "--resume goes on from it" in err, err
+        elif proc.returncode != 0:
+            assert proc.returncode == -signal.SIGKILL, (proc.returncode, err)
+    assert outcomes[:2] == [PREEMPTED_STATUS, -signal.SIGKILL], \
+        f"{outcomes}: the runs ended before they were stopped; lengthen KILL_CONFIG"
+    if outcomes[-1] != 0:
         final = cli("train", config, "--output", target, "--resume")
         assert final.returncode == 0, final.stderr
     assert _predict_bytes(target, tmp_path, "killed") == expected

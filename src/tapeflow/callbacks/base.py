@@ -19,6 +19,24 @@ class Callback:
     def set_params(self, params):
         self.params = params
 
+    # --- state a checkpoint keeps (Lightning's Callback.state_key / state_dict) --------------
+    @property
+    def state_key(self):
+        """The key a checkpoint keeps this callback's state under: its class's name, with
+        the arguments that tell two callbacks of the class apart (``_state_key_of``)."""
+        return type(self).__qualname__
+
+    def _state_key_of(self, **identity):
+        return f"{type(self).__qualname__}{identity!r}"
+
+    def get_state(self):
+        """What a resumed run needs to go on as if it never stopped: a dict of JSON values,
+        numpy arrays and lists of arrays; ``{}`` for a callback without state."""
+        return {}
+
+    def set_state(self, state):
+        """Restore ``get_state()``'s dict; the next ``fit`` goes on from it."""
+
     def on_train_begin(self, logs=None): pass
     def on_train_end(self, logs=None): pass
     def on_epoch_begin(self, epoch, logs=None): pass

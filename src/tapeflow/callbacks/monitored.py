@@ -27,8 +27,18 @@ class _Monitor(Callback):
             mode = "max" if "acc" in monitor or "auc" in monitor else "min"
         self.mode = mode
         self.min_delta = abs(min_delta)
+        self._restored = False
 
-    def _improved(self, value, best):
+    @property
+    def state_key(self):
+        return self._state_key_of(monitor=self.monitor, mode=self.mode)
+
+    def _starts_afresh(self):
+        """False once, at the ``fit`` after ``set_state``: its counts go on (a resumed run)."""
+        fresh, self._restored = not self._restored, False
+        return fresh
+
+    def improves(self, value, best):
         """Better than ``best`` by more than ``min_delta``; NaN never is."""
         if math.isnan(value):
             return False
@@ -71,8 +81,7 @@ class EarlyStopping(_Monitor):
         self.start_from_epoch = start_from_epoch
 
     def on_train_begin(self, logs=None):
-        if getattr(self, "_restored", False):   # set_state's counts go on (a resumed run)
-            self._restored = False
+        if not self._starts_afresh():
             return
         self.wait = 0
         self.stopped_epoch = 0
@@ -81,17 +90,18 @@ class EarlyStopping(_Monitor):
         self.best_epoch = 0
 
     def get_state(self):
-        """``(counts as JSON, best weights as a list of arrays or None)``: what a resumed run
+        """The counts, and the best weights (a list of arrays, or None): what a resumed run
         needs to stop where the uninterrupted one would."""
-        return ({"wait": self.wait, "best": self.best, "best_epoch": self.best_epoch,
-                 "stopped_epoch": self.stopped_epoch},
-                None if self.best_weights is None else [np.asarray(w) for w in self.best_weights])
+        return {"wait": self.wait, "best": self.best, "best_epoch": self.best_epoch,
+                "stopped_epoch": self.stopped_epoch,
+                "best_weights": None if self.best_weights is None
+                else [np.asarray(w) for w in self.best_weights]}
 
-    def set_state(self, counts, best_weights=None):
-        """Restore ``get_state()``'s values; the next ``fit`` goes on counting from them."""
-        self.wait, self.best = int(counts["wait"]), counts["best"]
-        self.best_epoch, self.stopped_epoch = int(counts["best_epoch"]), int(counts["stopped_epoch"])
-        self.best_weights = None if best_weights is None else list(best_weights)
+    def set_state(self, state):
+        self.wait, self.best = int(state["wait"]), state["best"]
+        self.best_epoch, self.stopped_epoch = int(state["best_epoch"]), int(state["stopped_epoch"])
+        weights = state["best_weights"]
+        self.best_weights = None if weights is None else list(weights)
         self._restored = True
 
     def on_epoch_end(self, epoch, logs=None):
@@ -103,12 +113,12 @@ class EarlyStopping(_Monitor):
         if self.restore_best_weights and self.best_weights is None:
             self.best_weights = self.model.get_weights()  # something to restore, whatever happens
         self.wait += 1
-        if self._improved(value, self.best):
+        if self.improves(value, self.best):
             self.best, self.best_epoch = value, epoch
             if self.restore_best_weights:
                 self.best_weights = self.model.get_weights()
             # the count restarts only on beating both the previous best and the baseline
-            if self.baseline is None or self._improved(value, self.baseline):
+            if self.baseline is None or self.improves(value, self.baseline):
                 self.wait = 0
             return
         if self.wait >= self.patience and epoch > 0:
@@ -157,6 +167,13 @@ class ModelCheckpoint(_Monitor):
         self.save_weights_only = save_weights_only
         self.best = initial_value_threshold
 
+    def get_state(self):
+        """The best value so far (``save_best_only`` saves only what beats it)."""
+        return {"best": self.best}
+
+    def set_state(self, state):
+        self.best = state["best"]
+
     def _path(self, epoch, logs):
         try:
             return self.filepath.format(epoch=epoch + 1, **logs)
@@ -168,7 +185,7 @@ class ModelCheckpoint(_Monitor):
         logs = logs or {}
         if self.save_best_only:
             value = self._value(logs)
-            if value is None or not self._improved(value, self.best):
+            if value is None or not self.improves(value, self.best):
                 return
             self.best = value
         path = self._path(epoch, logs)
@@ -203,8 +220,18 @@ class ReduceLROnPlateau(_Monitor):
         self.best = None
 
     def on_train_begin(self, logs=None):
-        self.wait = self.cooldown_counter = 0
-        self.best = None
+        if self._starts_afresh():
+            self.wait = self.cooldown_counter = 0
+            self.best = None
+
+    def get_state(self):
+        """The counts (the learning rate itself is the optimizer's state)."""
+        return {"wait": self.wait, "cooldown_counter": self.cooldown_counter, "best": self.best}
+
+    def set_state(self, state):
+        self.wait, self.cooldown_counter = int(state["wait"]), int(state["cooldown_counter"])
+        self.best = state["best"]
+        self._restored = True
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs if logs is not None else {}
@@ -216,7 +243,7 @@ class ReduceLROnPlateau(_Monitor):
         if self.cooldown_counter > 0:
             self.cooldown_counter -= 1
             self.wait = 0
-        if self._improved(value, self.best):
+        if self.improves(value, self.best):
             self.best, self.wait = value, 0
         elif self.cooldown_counter == 0:
             self.wait += 1

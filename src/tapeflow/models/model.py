@@ -404,19 +404,29 @@ class Model(Layer):
         self.stop_training = False
         train_function = self.make_train_function()
         self._initial_epoch = None
+        # (steps done, the epoch's order seed): a callback resuming mid-epoch sets it at
+        # on_train_begin; fit skips those batches of that order, drawing nothing for it
+        self._initial_step = None
         _build_for_restore(self, user_callbacks, feed)
         cbs.on_train_begin()
         if self._initial_epoch is not None:  # BackupAndRestore restored a run: it goes on
             initial_epoch = self._initial_epoch
+        skip, order_seed = self._initial_step or (0, None)
         epoch_logs = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
             cbs.on_epoch_begin(epoch)
             logs = {}
             # each epoch's order drawn from the random state as the epoch starts, so that a run
-            # resumed at an epoch with that state restored sees the same order
-            rng = np.random.default_rng(_shuffle_seed()) if shuffle and feed.shuffles else None
+            # resumed at an epoch with that state restored sees the same order; kept in
+            # _epoch_order_seed for a checkpoint written mid-epoch
+            if order_seed is None and shuffle and feed.shuffles:
+                order_seed = _shuffle_seed()
+            self._epoch_order_seed = order_seed
+            rng = None if order_seed is None else np.random.default_rng(order_seed)
             for step, batch in enumerate(feed.epoch(rng)):
+                if step < skip:  # done before the checkpoint this fit resumed from
+                    continue
                 cbs.on_train_batch_begin(step)
                 self._build_on(batch)
                 logs = train_function(batch)
@@ -425,6 +435,7 @@ class Model(Layer):
                 if self.stop_training:
                     break
             feed.end_epoch()
+            skip, order_seed = 0, None
             epoch_logs = _floats(logs)
             if validation_data is not None and (epoch + 1) % validation_freq == 0:
                 if feeds.is_batch_source(validation_data):

@@ -3,7 +3,8 @@
 A checkpoint is a Keras save (``saving.keras_saving.model_document``: the
 model's config, every variable keyed by the model's structure, the optimizer's
 config and state, the call traced as a graph with its custom gradients) plus a
-``training`` entry: the epochs done, the random state, the metric history,
+``training`` entry: the epochs done (and, mid-epoch, the steps done into the next one, its
+shuffle order's seed and its metrics' running state), the random state, the metric history,
 early stopping's and the best checkpoint's state, the resolved run config and
 the data's fingerprint.  So ``tf.keras.models.load_model`` reads a checkpoint,
 and a run resumed from one goes on exactly as if it had never stopped.
@@ -31,6 +32,7 @@ from .errors import CheckpointError
 
 __all__ = ["write_checkpoint", "read_checkpoint", "Checkpoint", "restore_model",
            "last_good_checkpoint", "resolve_checkpoint", "clean_temporaries", "epoch_path",
+           "step_path", "prune_steps",
            "CHECKPOINT_DIR", "FINAL_NAME", "BEST_NAME"]
 
 TRAINING_VERSION = 1
@@ -38,6 +40,7 @@ CHECKPOINT_DIR = "checkpoints"
 FINAL_NAME = "model.h5"     # the trained model, written when a run ends
 BEST_NAME = "best.h5"
 _EPOCH_FILE = re.compile(r"^epoch-(\d{4,})\.h5$")
+_STEP_FILE = re.compile(r"^epoch-(\d{4,})-step-(\d{6,})\.h5$")
 
 
 def run_directory_holding(path):
@@ -57,6 +60,11 @@ def run_directory_holding(path):
 def epoch_path(run_dir, epoch):
     """The checkpoint written after ``epoch`` epochs."""
     return os.path.join(run_dir, CHECKPOINT_DIR, f"epoch-{epoch:04d}.h5")
+
+
+def step_path(run_dir, epoch, step):
+    """The checkpoint written mid-epoch, after ``epoch`` epochs and ``step`` steps of the next."""
+    return os.path.join(run_dir, CHECKPOINT_DIR, f"epoch-{epoch:04d}-step-{step:06d}.h5")
 
 
 # --- writing ---------------------------------------------------------------------------------------
@@ -184,6 +192,10 @@ def _check_training(training, path):
                                   f"{kind.__name__}; the file is damaged or not a checkpoint")
     if training["epoch"] < 0:
         raise CheckpointError(f"{path}: the training state's epoch is negative")
+    step, seed = training.get("step", 0), training.get("order_seed")
+    if type(step) is not int or step < 0 or seed is not None and type(seed) is not int:
+        raise CheckpointError(f"{path}: the training state's step or order seed is not a "
+                              f"non-negative integer; the file is damaged")
 
 
 def _as_damaged(path, error):
@@ -218,10 +230,21 @@ def epoch_checkpoints(run_dir):
     return sorted(found, reverse=True)
 
 
+def step_checkpoints(run_dir):
+    """``[((epoch, step), path), ...]`` of a run's mid-epoch checkpoints, newest first."""
+    found = []
+    for path in glob.glob(os.path.join(glob.escape(run_dir), CHECKPOINT_DIR, "epoch-*-step-*.h5")):
+        match = _STEP_FILE.match(os.path.basename(path))
+        if match:
+            found.append(((int(match.group(1)), int(match.group(2))), path))
+    return sorted(found, reverse=True)
+
+
 def last_good_checkpoint(run_dir):
-    """The newest epoch checkpoint of ``run_dir`` that reads back whole (damaged ones are
-    skipped with a warning), or None when the run has none."""
-    for _, path in epoch_checkpoints(run_dir):
+    """The newest checkpoint of ``run_dir``, epoch or mid-epoch, that reads back whole (damaged
+    ones are skipped with a warning), or None when the run has none."""
+    every = [((epoch, 0), path) for epoch, path in epoch_checkpoints(run_dir)]
+    for _, path in sorted(every + step_checkpoints(run_dir), reverse=True):
         try:
             return read_checkpoint(path)
         except CheckpointError as e:
@@ -246,6 +269,15 @@ def resolve_checkpoint(path):
 
 
 def prune(run_dir, keep_last):
-    """Remove all but the newest ``keep_last`` epoch checkpoints."""
+    """Remove all but the newest ``keep_last`` epoch checkpoints, and the mid-epoch ones: an
+    epoch checkpoint was just written after them."""
     for _, path in epoch_checkpoints(run_dir)[keep_last:]:
+        os.remove(path)
+    prune_steps(run_dir, keep=0)
+
+
+def prune_steps(run_dir, keep=1):
+    """Remove all but the newest ``keep`` mid-epoch checkpoints (an older one is never needed:
+    a resume starts from the newest that reads back, and the epoch checkpoints stay)."""
+    for _, path in step_checkpoints(run_dir)[keep:]:
         os.remove(path)

@@ -109,6 +109,9 @@ class TrainingConfig(Section):
 
 class CheckpointConfig(Section):
     every: PositiveInt = Field(1, description="write a checkpoint every N epochs (and at the end)")
+    every_steps: Optional[PositiveInt] = Field(
+        None, description="also write one every N training steps, counted across epochs (only "
+                          "the newest is kept): a resume goes on at the next batch")
     keep_last: PositiveInt = 3
     keep_best: bool = True
     monitor: Optional[str] = Field(None, description="what keep_best watches; null: val_loss, "

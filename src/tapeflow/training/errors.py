@@ -6,7 +6,8 @@ and exits with status 2, without a traceback; anything else is a bug and keeps
 its traceback.
 """
 
-__all__ = ["UserError", "ConfigError", "DataError", "CheckpointError", "TrainingError"]
+__all__ = ["UserError", "ConfigError", "DataError", "CheckpointError", "TrainingError",
+           "Preempted"]
 
 
 class UserError(Exception):
@@ -27,3 +28,12 @@ class CheckpointError(UserError, ValueError):
 
 class TrainingError(UserError, RuntimeError):
     """Training cannot go on (a loss that turned NaN); the last good checkpoint is kept."""
+
+
+class Preempted(Exception):
+    """Not a mistake: the run was asked to stop (SIGTERM) and stopped after writing the
+    checkpoint ``path``; the same command with ``--resume`` goes on from it."""
+
+    def __init__(self, message, path):
+        super().__init__(message)
+        self.path = path

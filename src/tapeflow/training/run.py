@@ -15,9 +15,16 @@ A checkpoint is written at the end of an epoch and holds the random state as
 the next epoch would start from it, so ``resume=True`` rebuilds the model from
 the run's config, restores weights, optimizer, random state, history and
 callback state, and trains on from that epoch: the result is the same, bit for
-bit, as a run that never stopped.  A loss that turns NaN stops the run with a
-``TrainingError`` naming the epoch and step; the checkpoints written before
-it are kept.
+bit, as a run that never stopped.  With ``checkpoint.every_steps: N`` one is
+also written every N steps (only the newest is kept): it holds the steps done
+into the epoch, the seed of the epoch's shuffle order and the metrics' running
+state, and a resume skips the batches done and goes on at the next one.
+``resume=True`` on a directory that does not exist yet (or is empty) starts
+the run, so a preemptible job can run the same command every time.  A SIGTERM
+finishes the current step, writes a checkpoint and raises ``Preempted``
+(``tapeflow train`` exits with status 75, ``preemption.PREEMPTED_STATUS``).
+A loss that turns NaN stops the run with a ``TrainingError`` naming the epoch
+and step; the checkpoints written before it are kept.
 """
 import csv
 import dataclasses
@@ -37,16 +44,18 @@ from ..distribute import launch
 from ..ops import random as random_ops
 from ..saving.atomic import write_atomically, write_text_atomically
 from . import checkpoint as ckpt_io
+from . import loop_state
+from . import preemption
 from .build import build_model
 from .config import RunConfig, dump_yaml, load_config, parse_config
 from .data import load_data
-from .errors import CheckpointError, ConfigError, TrainingError, UserError
+from .errors import CheckpointError, ConfigError, Preempted, TrainingError, UserError
 
 __all__ = ["train", "Run", "check_device"]
 
 CONFIG_NAME = "config.yaml"
 # keys a resumed run may change: how long it trains, how it reports, and on which device
-_RESUMABLE_CHANGES = ("training.epochs", "logging.", "device")
+_RESUMABLE_CHANGES = ("training.epochs", "logging.", "device", "checkpoint.every_steps")
 
 
 @dataclasses.dataclass
@@ -70,7 +79,8 @@ def train(config, *, output=None, resume=False, overrides=(), seed=None, device=
     continue the run there from its last good checkpoint.  ``overrides`` are
     ``--set`` strings; ``seed`` and ``device`` override ``training.seed`` and ``device``.
     The calling thread's context is reset first (``clear_session``), so that the run
-    draws and names exactly as the command line's would.
+    draws and names exactly as the command line's would.  A SIGTERM while it runs (in the
+    main thread) ends the current step, writes a checkpoint and raises ``Preempted``.
     """
     stream = stream if stream is not None else sys.stdout
     overrides = list(overrides)
@@ -79,11 +89,13 @@ def train(config, *, output=None, resume=False, overrides=(), seed=None, device=
     if device is not None:
         overrides.append(f"device={device}")
     strategy = launch.trainer_strategy(ConfigError)  # None unless under mpiexec -n N>1
-    with launch.one_message(strategy, UserError, "tapeflow train: error: "):
-        return _train(strategy, config, output, resume, overrides, allow_builder, verbose, stream)
+    with launch.one_message(strategy, UserError, "tapeflow train: error: "), \
+            preemption.sigterm_requests() as stop:
+        return _train(strategy, config, output, resume, overrides, allow_builder, verbose, stream,
+                      stop)
 
 
-def _train(strategy, config, output, resume, overrides, allow_builder, verbose, stream):
+def _train(strategy, config, output, resume, overrides, allow_builder, verbose, stream, stop):
     """``train`` on this process; under MPI every rank runs it, and each step that can fail on
     a user's mistake runs ``together`` so that all ranks stop at it, or none."""
     root = strategy is None or strategy.rank == 0  # the one that reads and writes the run
@@ -96,6 +108,8 @@ def _train(strategy, config, output, resume, overrides, allow_builder, verbose, 
     resumed = launch.together(strategy, UserError, _run_dir_checked if root else _nothing,
                               run_dir, cfg, where, resume)
     resumed = launch.broadcast(strategy, resumed)
+    if resume and verbose and root:
+        print(f"--resume: {_where_resumed(run_dir, resumed)}", file=stream)
     resolved = resumed.config if resumed is not None else launch.broadcast(strategy,
                                                                            cfg.resolved())
     if resumed is not None:  # the run's config, with only what a resume may change taken anew
@@ -113,11 +127,11 @@ def _train(strategy, config, output, resume, overrides, allow_builder, verbose, 
                               f"on (their fingerprints differ); resume with the same data")
     with tf_device(launch.device_name(strategy, cfg.device)):  # under MPI, a GPU per rank
         return _train_on_device(strategy, cfg, resolved, resumed, dataset, where, base_dir,
-                                allow_builder, run_dir, root, verbose, stream)
+                                allow_builder, run_dir, root, verbose, stream, stop)
 
 
 def _train_on_device(strategy, cfg, resolved, resumed, dataset, where, base_dir, allow_builder,
-                     run_dir, root, verbose, stream):
+                     run_dir, root, verbose, stream, stop):
     """Build, train and finish the run: weights, data batches and draws on ``cfg.device``."""
     reset()  # a fresh context: layer names and the random state as in a new process
     random_ops.set_seed(resolved["training"]["seed"])
@@ -130,7 +144,7 @@ def _train_on_device(strategy, cfg, resolved, resumed, dataset, where, base_dir,
             ckpt_io.clean_temporaries(directory)  # left by a crash mid-write; never read
         _write_text(os.path.join(run_dir, CONFIG_NAME), dump_yaml(resolved))
     trainer = _Trainer(model, cfg, resolved, dataset, base_dir, run_dir, verbose and root,
-                       stream, strategy)
+                       stream, strategy, stop)
     if resumed is not None:
         trainer.restore(resumed)
     trainer.fit()
@@ -143,6 +157,16 @@ def _run_dir_checked(run_dir, cfg, where, resume):
         return _resume_point(run_dir, cfg, where)
     _refuse_existing_run(run_dir)
     return None
+
+
+def _where_resumed(run_dir, resumed):
+    if resumed is None:
+        return f"{run_dir} holds no run yet; starting it"
+    if resumed.path is None:
+        return f"{run_dir} has no checkpoint yet; starting its run again"
+    step = resumed.training.get("step", 0)
+    at = f"epoch {resumed.epoch + 1}, step {step}" if step else f"epoch {resumed.epoch}"
+    return f"going on from {resumed.path} (after {at})"
 
 
 def _nothing(*args):
@@ -212,8 +236,12 @@ def _refuse_existing_run(run_dir):
 
 
 def _resume_point(run_dir, cfg, where):
-    if not os.path.isdir(run_dir):
-        raise UserError(f"--resume: {run_dir} does not exist; start the run without --resume")
+    """The checkpoint a resumed run goes on from; None (a new run) when ``run_dir`` does not
+    exist yet or holds nothing: what a job killed before it wrote anything leaves."""
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise UserError(f"--output {run_dir} is a file; give a directory for the run")
+    if _holds_nothing(run_dir):
+        return None
     ckpt_io.clean_temporaries(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR))
     found = ckpt_io.last_good_checkpoint(run_dir)
     if found is None:
@@ -233,6 +261,20 @@ def _resume_point(run_dir, cfg, where):
                         f"epochs); to train longer, raise training.epochs "
                         f"(--set training.epochs={found.epoch + 10})")
     return found
+
+
+def _holds_nothing(run_dir):
+    """``run_dir`` is missing, or holds at most an empty checkpoints folder and temporaries."""
+    if not os.path.isdir(run_dir):
+        return True
+    checkpoints = os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR)
+    for directory in (run_dir, checkpoints):
+        if os.path.isdir(directory):
+            ckpt_io.clean_temporaries(directory)
+    held = set(os.listdir(run_dir))
+    if os.path.isdir(checkpoints) and not os.listdir(checkpoints):
+        held.discard(ckpt_io.CHECKPOINT_DIR)
+    return not held
 
 
 class _NoCheckpointYet:
@@ -269,14 +311,18 @@ class _Trainer:
     """The loop's state beyond the model: history, callbacks, checkpoints written."""
 
     def __init__(self, model, cfg, resolved, dataset, base_dir, run_dir, verbose, stream,
-                 strategy=None):
+                 strategy=None, stop=None):
         self.model, self.cfg, self.resolved = model, cfg, resolved
         self.strategy = strategy
+        self.stop = stop if stop is not None else preemption.StopRequest()  # SIGTERM's flag
         self.writes = strategy is None or strategy.rank == 0  # under MPI, rank 0 alone
         self.data, self.base_dir, self.run_dir = dataset, base_dir, run_dir
         self.verbose, self.stream = verbose, stream
         self.history = {}
         self.epoch = 0              # epochs done
+        self.step = 0               # steps done into the next epoch (a mid-epoch resume)
+        self.order_seed = None      # and that epoch's shuffle order
+        self.metric_state = {}      # and its metrics' running state, by metric name
         self.stopped = False        # early stopping ended the run
         es = cfg.training.early_stopping
         self.early_stopping = None if es is None else callbacks_module.EarlyStopping(
@@ -287,15 +333,17 @@ class _Trainer:
         self.nan_at = None
 
     # --- state in and out of checkpoints ---------------------------------------------------------
-    def training_state(self, finished=False):
+    def training_state(self, finished=False, step=0, order_seed=None):
         callbacks = {}
-        arrays = {}
+        arrays = loop_state.metric_arrays(self.model) if step else {}
         if self.early_stopping is not None:
-            callbacks["early_stopping"], es_arrays = _early_stopping_state(self.early_stopping)
+            callbacks["early_stopping"], es_arrays = loop_state.callback_state(
+                "early_stopping", self.early_stopping)
             arrays.update(es_arrays)
         if self.best is not None:
             callbacks["best"] = {"value": self.best.value, "epoch": self.best.epoch}
-        return {"epoch": self.epoch, "step": 0, "finished": finished, "stopped": self.stopped,
+        return {"epoch": self.epoch, "step": step, "order_seed": order_seed,
+                "finished": finished, "stopped": self.stopped,
                 "history": self.history, "config": self.resolved,
                 "data_fingerprint": self.data.fingerprint, "data_dir": self.base_dir,
                 "feature_names": list(self.data.feature_names),
@@ -305,21 +353,57 @@ class _Trainer:
         ckpt_io.restore_model(self.model, ckpt)
         restore_random_state(ckpt.random_state)
         self.epoch = ckpt.epoch
+        self.step = ckpt.training.get("step", 0)
+        self.order_seed = ckpt.training.get("order_seed")
+        self.metric_state = loop_state.metric_state(ckpt.arrays, ckpt.path)
         self.stopped = ckpt.training["stopped"]
         self.history = {k: list(v) for k, v in ckpt.training["history"].items()}
         callbacks = ckpt.training["callbacks"]
         if self.early_stopping is not None and "early_stopping" in callbacks:
-            _load_early_stopping_state(self.early_stopping, callbacks["early_stopping"],
-                                      ckpt.arrays, ckpt.path)
+            loop_state.restore_callback("early_stopping", self.early_stopping,
+                                        callbacks["early_stopping"], ckpt.arrays, ckpt.path)
         if self.best is not None and "best" in callbacks:
             self.best.value = callbacks["best"]["value"]
             self.best.epoch = callbacks["best"]["epoch"]
 
-    def write(self, path, finished=False):
+    def write(self, path, finished=False, step=0, order_seed=None):
         if not self.writes:
             return
-        state, arrays = self.training_state(finished)
+        state, arrays = self.training_state(finished, step, order_seed)
         ckpt_io.write_checkpoint(path, self.model, state, arrays)
+
+    def step_checkpoint_due(self, epoch, done, steps):
+        """``checkpoint.every_steps`` counts steps across epochs (``done`` of ``epoch``)."""
+        every = self.cfg.checkpoint.every_steps
+        return every is not None and (epoch * steps + done) % every == 0
+
+    def end_of_step(self, epoch, done, steps):
+        """Mid-epoch (``done`` < ``steps``): a checkpoint when one is due or a stop was asked
+        for, and then the stop.  Under MPI the ranks agree on a stop only where a checkpoint
+        is due (no collective at other steps); the epoch's last step is left to its end."""
+        if done == steps:
+            return
+        due = self.step_checkpoint_due(epoch, done, steps)
+        if self.strategy is None:
+            stop = self.stop.requested
+        else:
+            stop = due and preemption.agreed(self.strategy, self.stop)
+        if not (due or stop):
+            return
+        path = ckpt_io.step_path(self.run_dir, epoch, done)
+        if self.writes:
+            # fit keeps the seed of the epoch's shuffle order for a checkpoint like this one
+            self.write(path, step=done, order_seed=self.model._epoch_order_seed)
+            ckpt_io.prune_steps(self.run_dir)
+        if stop:
+            self.preempted(path, f"epoch {epoch + 1}, step {done}")
+
+    def preempted(self, path, where):
+        asked = "SIGTERM" if self.stop.requested else "SIGTERM to another rank"
+        error = Preempted(f"stopped by {asked} after {where}; checkpoint {path}; the same "
+                          f"command with --resume goes on from it", path)
+        error.quiet = not self.writes  # under MPI, rank 0 alone says so
+        raise error
 
     # --- the loop ----------------------------------------------------------------------------------
     def fit(self):
@@ -357,7 +441,7 @@ class _Trainer:
                                 f"training stopped ({kept}). Lower the learning rate, or check "
                                 f"the data for extreme values.")
 
-    def end_of_epoch(self, epoch, logs):
+    def end_of_epoch(self, epoch, logs, steps):
         self.epoch = epoch + 1
         for k, v in logs.items():
             self.history.setdefault(k, []).append(float(v))
@@ -365,11 +449,17 @@ class _Trainer:
             self.stopped = True
         every = self.cfg.checkpoint.every
         last = self.epoch == self.cfg.training.epochs or self.stopped
-        if (self.epoch % every == 0 or last) and self.writes:
-            self.write(ckpt_io.epoch_path(self.run_dir, self.epoch))
+        # a step checkpoint due at the epoch's last step is this epoch checkpoint
+        due = self.step_checkpoint_due(epoch, steps, steps)
+        stop = preemption.agreed(self.strategy, self.stop)
+        path = ckpt_io.epoch_path(self.run_dir, self.epoch)
+        if (self.epoch % every == 0 or last or due or stop) and self.writes:
+            self.write(path)
             ckpt_io.prune(self.run_dir, self.cfg.checkpoint.keep_last)
         if self.best is not None and self.best.improves(logs, epoch):
             self.write(os.path.join(self.run_dir, ckpt_io.CHECKPOINT_DIR, ckpt_io.BEST_NAME))
+        if stop:
+            self.preempted(path, f"epoch {self.epoch}")
 
     # --- what the run leaves ---------------------------------------------------------------------
     def finish(self):
@@ -404,7 +494,7 @@ class _Best:
 
     def improves(self, logs, epoch):
         value = logs.get(self.monitor.monitor)
-        if value is None or not self.monitor._improved(float(value), self.value):
+        if value is None or not self.monitor.improves(float(value), self.value):
             return False
         self.value, self.epoch = float(value), epoch
         return True
@@ -416,8 +506,10 @@ _GPU_LOSS_EVERY = 20
 
 
 class _EpochEnd(callbacks_module.Callback):
-    """Records the epoch and writes checkpoints; stops the run on a NaN loss (the loss is the
-    epoch's running mean, so a NaN step shows at every later read of the epoch)."""
+    """Records the epoch and writes checkpoints (mid-epoch ones too, and the one a SIGTERM
+    asks for); stops the run on a NaN loss (the loss is the epoch's running mean, so a NaN
+    step shows at every later read of the epoch).  A run resumed mid-epoch goes on at the
+    checkpoint's step, with its shuffle order and its metrics' running state."""
 
     def __init__(self, trainer):
         super().__init__()
@@ -426,13 +518,29 @@ class _EpochEnd(callbacks_module.Callback):
         self.every = _GPU_LOSS_EVERY if trainer.cfg.device == "gpu" else 1
         self.step = -1
 
+    @property
+    def needs_built_model(self):
+        # fit builds the model (and chooses an "accuracy" metric's kind) before on_train_begin,
+        # so that every metric whose running state a mid-epoch resume restores exists
+        return bool(self.trainer.step)
+
+    def on_train_begin(self, logs=None):
+        if self.trainer.step:
+            self.model._initial_step = (self.trainer.step, self.trainer.order_seed)
+
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
+        if self.trainer.step and epoch == self.trainer.epoch:  # after fit reset the metrics
+            loop_state.restore_metrics(self.model, self.trainer.metric_state,
+                                       self.trainer.run_dir)
+            self.trainer.step, self.trainer.metric_state = 0, {}
 
     def on_train_batch_end(self, batch, logs=None):
         self.step = batch
         if (batch + 1) % self.every == 0:
             self._watch((logs or {}).get("loss"))
+        if self.trainer.nan_at is None:
+            self.trainer.end_of_step(self.epoch, batch + 1, self.params["steps"])
 
     def _watch(self, loss):
         if loss is not None and not math.isfinite(loss):
@@ -443,7 +551,7 @@ class _EpochEnd(callbacks_module.Callback):
         if self.trainer.nan_at is None:
             self._watch((logs or {}).get("loss"))  # steps since the last read
         if self.trainer.nan_at is None:
-            self.trainer.end_of_epoch(epoch, logs or {})
+            self.trainer.end_of_epoch(epoch, logs or {}, self.params["steps"])
 
 
 class _Progress(callbacks_module.ProgbarLogger):
@@ -458,22 +566,6 @@ class _Progress(callbacks_module.ProgbarLogger):
 def restore_random_state(state):
     """The random state as the checkpoint's next epoch starts from it (shuffle, dropout)."""
     context().random.restore(state)
-
-
-def _early_stopping_state(es):
-    """EarlyStopping's counts as JSON and its best weights as named arrays."""
-    counts, weights = es.get_state()
-    arrays = {f"early_stopping/best_weights/{i}": w for i, w in enumerate(weights or [])}
-    return dict(counts, best_weights=len(arrays)), arrays
-
-
-def _load_early_stopping_state(es, state, arrays, where):
-    try:
-        n = int(state["best_weights"])
-        es.set_state(state, [arrays[f"early_stopping/best_weights/{i}"] for i in range(n)]
-                     if n else None)
-    except (KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(f"{where}: early stopping's state is damaged ({e})") from None
 
 
 def write_history(run_dir, history):
