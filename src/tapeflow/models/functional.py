@@ -31,7 +31,7 @@ from ..ops.shape import cast
 from ..serialization import deserialize, serialize
 from .model import Model
 
-__all__ = ["Functional", "layer_classes"]
+__all__ = ["Functional", "layer_classes", "replay_config"]
 
 _TENSOR = "__keras_tensor__"
 
@@ -202,35 +202,50 @@ class Functional(Model):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        config = dict(config)
-        entries = config.get("layers")
-        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-            raise ValueError("a functional model's config has a list 'layers' of layer entries")
         known = layer_classes()
-        by_name, queues = {}, []
-        for entry in entries:
+
+        def make_layer(entry):
             layer = deserialize({"class_name": entry.get("class_name"),
                                  "config": entry.get("config")}, known, custom_objects,
                                 kind="layer")
-            if entry.get("name", layer.name) != layer.name or layer.name in by_name:
+            if entry.get("name", layer.name) != layer.name:
                 raise ValueError(f"layer entry '{entry.get('name')}' is not one layer of its own "
                                  f"name (its config names '{layer.name}')")
-            nodes = entry.get("inbound_nodes", [])
-            if not isinstance(nodes, list) or not all(
-                    isinstance(n, dict) and isinstance(n.get("args", []), list)
-                    and isinstance(n.get("kwargs", {}), dict) for n in nodes):
-                raise ValueError(f"layer '{layer.name}': inbound_nodes is not a list of "
-                                 f"{{'args': [...], 'kwargs': {{...}}}}")
-            by_name[layer.name] = layer
-            queues.append((layer, list(nodes)))
-        _replay_calls(queues, by_name)
-        inputs = _decode(config.get("input_layers"), by_name, leaf_is_triple=True)
-        outputs = _decode(config.get("output_layers"), by_name, leaf_is_triple=True)
-        if _MISSING in nest.flatten(inputs) + nest.flatten(outputs):
-            raise ValueError("the config's input_layers or output_layers name a layer call "
-                             "that its layers do not make")
+            return layer
+        inputs, outputs = replay_config(config, make_layer)
         return cls(inputs, outputs, name=config.get("name"),
                    trainable=config.get("trainable", True))
+
+
+def replay_config(config, make_layer):
+    """The inputs and outputs of the graph a functional model's ``config`` describes, each
+    layer entry made by ``make_layer(entry)`` (from its config, or ``clone_model``'s clone)
+    and called again on symbolic tensors."""
+    entries = config.get("layers")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError("a functional model's config has a list 'layers' of layer entries")
+    by_name, queues = {}, []
+    for entry in entries:
+        layer = make_layer(entry)
+        name = entry.get("name", layer.name)
+        if name in by_name:
+            raise ValueError(f"layer entry '{name}' is not one layer of its own name (the "
+                             f"config holds two)")
+        nodes = entry.get("inbound_nodes", [])
+        if not isinstance(nodes, list) or not all(
+                isinstance(n, dict) and isinstance(n.get("args", []), list)
+                and isinstance(n.get("kwargs", {}), dict) for n in nodes):
+            raise ValueError(f"layer '{name}': inbound_nodes is not a list of "
+                             f"{{'args': [...], 'kwargs': {{...}}}}")
+        by_name[name] = layer
+        queues.append((layer, list(nodes)))
+    _replay_calls(queues, by_name)
+    inputs = _decode(config.get("input_layers"), by_name, leaf_is_triple=True)
+    outputs = _decode(config.get("output_layers"), by_name, leaf_is_triple=True)
+    if _MISSING in nest.flatten(inputs) + nest.flatten(outputs):
+        raise ValueError("the config's input_layers or output_layers name a layer call "
+                         "that its layers do not make")
+    return inputs, outputs
 
 
 def layer_classes():

@@ -576,7 +576,10 @@ class Model(Layer):
                    **kwargs)
 
     def get_config(self):
-        """A subclass's config: its constructor's arguments (see ``models.auto_config``)."""
+        """A subclass's config: its constructor's arguments (see ``models.auto_config``); a
+        subclass that writes get_config and calls this gets the base keys only (Keras's)."""
+        if type(self).get_config is not Model.get_config:
+            return super().get_config()
         return auto_config(self, super().get_config())
 
     def get_compile_config(self):
