@@ -401,3 +401,18 @@ def test_serialize_custom_class_without_get_config_fails():
         class TestClass:
             def __init__(self, value):
                 self._value = value
+
+
+def test_a_subclassed_model_of_several_inputs_says_how_to_save_it(tmp_path):
+    class Two(keras.Model):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(2)
+
+        def call(self, xs):
+            return self.dense(xs[0]) + self.dense(xs[1])
+
+    model = Two()
+    model([np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)])
+    with pytest.raises(tf.saved_model.SaveError, match="one input tensor only"):
+        model.save(tmp_path / "two.keras")
