@@ -1,5 +1,5 @@
 """tf.keras.models.clone_model: the same architecture with new layers and weights, ported from
-Keras 3's models/cloning_test.py (call_function= and recursive= are not ported: not built)."""
+Keras 3's models/cloning_test.py."""
 import numpy as np
 import pytest
 
@@ -148,3 +148,88 @@ def test_input_tensors_of_a_sequential_and_a_subclassed_model():
 def test_a_clone_function_that_returns_no_layer_is_named():
     with pytest.raises(ValueError, match="clone_function must return a Layer"):
         clone_model(get_mlp_functional_model(), clone_function=lambda layer: None)
+
+
+def _flatten_layers(model):
+    """Keras's model._flatten_layers(): the model, then its layers depth first."""
+    found = [model]
+    for layer in model.layers:
+        found += _flatten_layers(layer) if isinstance(layer, models.Model) else [layer]
+    return found
+
+
+def get_nested_functional_model():
+    inputs = layers.Input(shape=(4,))
+    x = layers.Dense(3)(inputs)
+    mlp = get_mlp_functional_model()
+    x = mlp(x)
+    outputs = layers.Dense(2)(x)
+    return models.Model(inputs, outputs)
+
+
+def get_nested_sequential_model():
+    model = models.Sequential()
+    model.add(layers.Dense(2))
+    model.add(get_sequential_model(explicit_input=False))
+    model.add(layers.Dense(2))
+    return model
+
+
+def add_dropout_after_dense(layer, *args, **kwargs):
+    out = layer(*args, **kwargs)
+    if isinstance(layer, layers.Dense):
+        out = layers.Dropout(0.5)(out)
+    return out
+
+
+def test_call_fn():
+    # Keras: models/cloning_test.py::CloneModelTest::test_call_fn
+    model = get_mlp_functional_model(shared_layers=False)
+    new_model = clone_model(model, clone_function=lambda x: x,  # Reuse the same layers.
+                            call_function=add_dropout_after_dense)
+    assert len(model.layers) == 3
+    assert len(new_model.layers) == 5
+    assert isinstance(new_model.layers[2], layers.Dropout)
+    assert isinstance(new_model.layers[4], layers.Dropout)
+    ref_input = np.random.default_rng(1).random((2, 3)).astype(np.float32)
+    assert_models_equal(model, new_model, ref_input)
+
+
+def test_recursive():
+    # Keras: models/cloning_test.py::CloneModelTest::test_recursive
+    model = get_nested_functional_model()
+    new_model = clone_model(model, clone_function=lambda x: x,  # Reuse the same layers.
+                            call_function=add_dropout_after_dense, recursive=True)
+    assert len(_flatten_layers(model)) == 8
+    assert len(_flatten_layers(new_model)) == 12
+    assert isinstance(new_model.layers[3].layers[2], layers.Dropout)
+    assert isinstance(new_model.layers[3].layers[4], layers.Dropout)
+    ref_input = np.random.default_rng(2).random((2, 4)).astype(np.float32)
+    assert_models_equal(model, new_model, ref_input)
+
+    # Sequential.
+    def clone_function(layer):
+        layer = layer.__class__.from_config(layer.get_config())
+        layer.flag = True
+        return layer
+
+    model = get_nested_sequential_model()
+    new_model = clone_model(model, clone_function=clone_function, recursive=True)
+    ref_input = np.random.default_rng(3).random((2, 3)).astype(np.float32)
+    model(ref_input)  # Maybe needed to build the model
+    new_model(ref_input)  # Maybe needed to build the model
+    new_model.set_weights(model.get_weights())
+    assert_models_equal(model, new_model, ref_input)
+    dense = 0
+    for l1, l2 in zip(_flatten_layers(model), _flatten_layers(new_model)):
+        if isinstance(l2, layers.Dense):
+            assert not hasattr(l1, "flag") and hasattr(l2, "flag")
+            dense += 1
+    assert dense == 4
+
+
+def test_call_function_is_refused_for_a_sequential_model():
+    # Keras: models/cloning.py's clone_model argument check
+    with pytest.raises(ValueError, match="`call_function` argument is not supported with "
+                                         "Sequential models"):
+        clone_model(get_sequential_model(), call_function=add_dropout_after_dense)

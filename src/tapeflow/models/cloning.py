@@ -5,13 +5,16 @@ A functional model's graph is replayed from its config, each layer replaced by
 ``clone_function(layer)`` (by default a new layer from the layer's config) and each
 ``Input`` by a new one, or by ``input_tensors``; a Sequential gets its cloned layers in
 order; a subclassed model is made again from its config (``clone_function`` and
-``input_tensors`` apply to layer graphs only, as in Keras).
+``input_tensors`` apply to layer graphs only, as in Keras).  ``call_function(layer, *args,
+**kwargs)`` calls each layer of a functional model's graph (to add layers around a call), and
+``recursive=True`` clones the Sequential and functional models inside as models, with the
+same arguments.  A layer shared by several calls, or by several inner models, is cloned once.
 """
 from ..core import nest
 from ..layers.base import Layer
 from ..layers.core import Input, InputLayer
 from ..layers.symbolic import KerasTensor
-from .functional import Functional, replay_config
+from .functional import Functional, _call_layer, replay_config
 from .model import Model
 from .sequential import Sequential
 
@@ -22,6 +25,24 @@ def _clone_layer(layer):
     return layer.__class__.from_config(layer.get_config())
 
 
+def _cached_clones(clone_function, call_function, recursive, cache):
+    """``clone_function`` that clones each layer once (a shared layer stays shared) and, when
+    ``recursive``, clones inner Sequential and functional models with ``clone_model``."""
+    clone_function = clone_function or _clone_layer
+    cache = {} if cache is None else cache
+
+    def clone(layer):
+        if id(layer) not in cache:
+            if recursive and isinstance(layer, (Sequential, Functional)):
+                cache[id(layer)] = clone_model(
+                    layer, clone_function=clone_function, recursive=True, cache=cache,
+                    call_function=None if isinstance(layer, Sequential) else call_function)
+            else:
+                cache[id(layer)] = _checked_clone(clone_function, layer)
+        return cache[id(layer)]
+    return clone
+
+
 def _checked_clone(clone_function, layer):
     clone = clone_function(layer)
     if not isinstance(clone, Layer):
@@ -30,14 +51,34 @@ def _checked_clone(clone_function, layer):
     return clone
 
 
-def clone_model(model, input_tensors=None, clone_function=None):
+def clone_model(model, input_tensors=None, clone_function=None, call_function=None,
+                recursive=False, **kwargs):
     """A new model like ``model``: same architecture, new layers and weights."""
+    cache = kwargs.pop("cache", None)  # the clones made so far, shared with inner models
+    if kwargs:
+        raise ValueError(f"Unexpected keyword argument(s): {tuple(kwargs.keys())}")
     if not isinstance(model, Model):
         raise ValueError(f"clone_model: expected a tf.keras.Model, got {type(model).__name__}")
+    for name, fn in (("clone_function", clone_function), ("call_function", call_function)):
+        if fn is not None and not callable(fn):
+            raise ValueError(f"Expected `{name}` argument to be a callable. Received: "
+                             f"{name}={fn!r}")
     if isinstance(model, Sequential):
-        return _clone_sequential(model, input_tensors, clone_function or _clone_layer)
+        if call_function is not None:
+            raise ValueError(f"`call_function` argument is not supported with Sequential "
+                             f"models.  In a Sequential model, layers aren't called at "
+                             f"model-construction time (they're merely listed). Use "
+                             f"`call_function` with Functional models only. Received model of "
+                             f"type '{type(model).__name__}', with call_function={call_function}")
+        clone = _cached_clones(clone_function, None, recursive, cache)
+        return _clone_sequential(model, input_tensors, clone)
     if isinstance(model, Functional) and type(model).get_config is Functional.get_config:
-        return _clone_functional(model, input_tensors, clone_function or _clone_layer)
+        clone = _cached_clones(clone_function, call_function, recursive, cache)
+        return _clone_functional(model, input_tensors, clone, call_function or _call_layer)
+    if call_function is not None:
+        raise ValueError(f"Argument `call_function` is only supported for Functional models. "
+                         f"Received model of type '{type(model).__name__}', with "
+                         f"call_function={call_function}")
     if clone_function is not None or input_tensors is not None:
         raise ValueError(f"Arguments `clone_function` and `input_tensors` are only supported "
                          f"for Sequential models or Functional models. Received model of type "
@@ -61,11 +102,11 @@ def _clone_sequential(model, input_tensors, clone_function):
         clone.add(Input(batch_shape=(model._input_batch_size,) + tuple(model._input_shape[1:]),
                         dtype=model.dtype))
     for layer in model.layers:
-        clone.add(_checked_clone(clone_function, layer))
+        clone.add(clone_function(layer))
     return clone
 
 
-def _clone_functional(model, input_tensors, clone_function):
+def _clone_functional(model, input_tensors, clone_function, call_function):
     """The model's graph replayed with each layer's clone (shared layers cloned once)."""
     originals = {layer.name: layer for layer in model.layers}
     new_inputs = _new_inputs(model, input_tensors)
@@ -74,8 +115,8 @@ def _clone_functional(model, input_tensors, clone_function):
         layer = originals[entry.get("name")]
         if isinstance(layer, InputLayer):
             return new_inputs[layer.name]
-        return _checked_clone(clone_function, layer)
-    inputs, outputs = replay_config(model.get_config(), make_layer)
+        return clone_function(layer)
+    inputs, outputs = replay_config(model.get_config(), make_layer, call_function)
     return Functional(inputs, outputs, name=model.name, trainable=model.trainable)
 
 
