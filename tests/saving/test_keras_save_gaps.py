@@ -182,6 +182,39 @@ def test_saved_module_paths_and_class_names(tmp_path):
     assert config_dict["optimizer"]["loss"] == "my_custom_package>my_mean_squared_error"
 
 
+@keras.saving.register_keras_serializable(package="my_custom_package")
+class CompileOverridingModel(keras.Model):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.dense1 = MyDense(1)
+
+    def compile(self, *args, **kwargs):
+        super().compile(*args, **kwargs)
+
+    def call(self, inputs):
+        return self.dense1(inputs)
+
+
+@keras.saving.register_keras_serializable(package="my_custom_package")
+class CompileOverridingSequential(keras.Sequential):
+    def compile(self, *args, **kwargs):
+        super().compile(*args, **kwargs)
+
+
+@pytest.mark.parametrize("model_type", ["sequential", "subclassed"])
+def test_compile_overridden_warnings(model_type, tmp_path):
+    # Keras: saving_lib_test.py::test_compile_overridden_warnings_sequential / _subclassed
+    model = CompileOverridingModel() if model_type == "subclassed" else \
+        CompileOverridingSequential([keras.layers.Embedding(4, 1), MyDense(1), MyDense(1)])
+    model.compile("sgd", "mse")
+    model.save(tmp_path / "my_model.keras")
+    with pytest.warns(UserWarning, match="`compile\\(\\)` was not called as part of model "
+                                         "loading because the model's `compile\\(\\)` method "
+                                         "is custom. "):
+        loaded = keras.models.load_model(tmp_path / "my_model.keras")
+    assert type(loaded) is type(model) and not loaded.compiled
+
+
 def test_compile_arg(tmp_path):
     # Keras: saving/saving_lib_test.py::SavingTest::test_compile_arg
     model = _get_basic_functional_model()

@@ -311,6 +311,14 @@ def _restore_optimizer(model, doc, arrays, where):
         state[key] = arrays.get(pair[1]["$array"], f"optimizer state '{key}'")
     if doc.get("config") is None:
         return
+    from ..models import Model
+    if type(model).compile is not Model.compile:  # Keras's compile_from_config
+        warnings.warn("`compile()` was not called as part of model loading because the model's "
+                      "`compile()` method is custom. All subclassed Models that have "
+                      "`compile()` overridden should also override `get_compile_config()` and "
+                      "`compile_from_config(config)`. Alternatively, you can call `compile()` "
+                      "manually after loading.", stacklevel=4)
+        return
     try:
         optimizer = optimizers.deserialize(doc["config"])
     except (ValueError, TypeError, KeyError) as e:
