@@ -3,15 +3,21 @@
 A saved model holds four things: the architecture (``serialize(model)``, the
 config every layer already writes), every weight keyed by the model's
 structure (``weights_io.weight_keys``, the key function of optimizer slots;
-``save_weights`` files use Keras 3's layout instead), the optimizer's config and state (``get_state()``, keyed the
-same way), and the model's call traced as a graph (``model(x, training=False)``
-for a ``TensorSpec`` of the input shape with a None batch dimension, custom
-gradients kept).
+``save_weights`` files use Keras 3's layout instead), the optimizer's config
+and state (``get_state()``, keyed the same way) with the compiled loss and
+metrics (``compile_config``), and the model's call traced as a graph
+(``model(x, training=False)`` for a ``TensorSpec`` of the input shape with a
+None batch dimension, custom gradients kept).
+
+A subclassed model's architecture is Keras 3's: its class by ``registered_name`` and its
+config (``get_config``, or the constructor's plain arguments); its input shape is that of
+its first call.  A model never built is saved as its config alone, and loads unbuilt.
 
 ``load_model`` first rebuilds the model from its config (classes and
 activations resolved only through tapeflow's registries and ``custom_objects``;
 nothing is imported) and assigns the weights and optimizer state: the normal
-case, where predictions are those of the saved model.  If the config names a
+case, where predictions are those of the saved model.  A compiled loss or metric
+that cannot be found by name is Keras's "Could not locate ..." TypeError.  If the config names a
 class or a function this process cannot resolve (a custom_gradient activation
 defined in code that is not importable here), it returns a
 ``SavedGraphModel`` instead: the saved weights in new Variables and the saved
@@ -28,8 +34,7 @@ from .. import backend
 from ..core import nest
 from ..core.tensor import Tensor, convert_to_tensor
 from ..serialization import could_not_locate, custom_object_scope, get_registered_name
-from ..serialization import get_registered_object
-from ..serialization import serialize
+from ..serialization import get_registered_object, serialize
 from ..tracing.function import TensorSpec, function
 from . import format as fmt
 from .format import LoadError, SaveError
