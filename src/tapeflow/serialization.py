@@ -63,9 +63,11 @@ so re-running a notebook cell redefines the class.
 import difflib
 import inspect
 import re
+import threading
 
 __all__ = ["register_serializable", "get_registered_object", "get_registered_name",
-           "serialize", "deserialize", "Registry", "REFUSE", "fold"]
+           "custom_object_scope", "CustomObjectScope", "serialize", "deserialize", "Registry",
+           "REFUSE", "fold", "could_not_locate"]
 
 _REGISTERED = {}  # "package>Name" -> class or function, from @register_serializable
 _KERAS_KEYS = ["build_config", "compile_config", "module", "registered_name"]  # read past
@@ -84,9 +86,50 @@ def fold(name):
     return name.lower().replace("_", "")
 
 
+class _Scopes(threading.local):
+    def __init__(self):
+        self.tables = []  # the open custom_object_scope dicts of this thread, innermost last
+
+
+_SCOPES = _Scopes()
+
+
+class CustomObjectScope:
+    """Keras's ``custom_object_scope(objects)``: inside the ``with``, every ``get``,
+    ``deserialize`` and ``load_model`` of this thread also finds these names (a dict of name ->
+    class or function), as if each call were given them in ``custom_objects``."""
+
+    def __init__(self, custom_objects):
+        if not isinstance(custom_objects, dict):
+            raise TypeError(f"custom_object_scope takes a dict of name -> class or function, "
+                            f"got {type(custom_objects).__name__}")
+        self.custom_objects = dict(custom_objects)
+
+    def __enter__(self):
+        _SCOPES.tables.append(self.custom_objects)
+        return self
+
+    def __exit__(self, *exc):
+        tables = _SCOPES.tables
+        del tables[max(i for i, t in enumerate(tables) if t is self.custom_objects)]
+        return False
+
+
+custom_object_scope = CustomObjectScope
+
+
+def could_not_locate(name, config, kind="class"):
+    """Keras's error for a saved name that nothing registered or given in custom_objects has."""
+    return TypeError(f"Could not locate {kind} '{name}'. Make sure custom classes are decorated "
+                     f"with `@keras.saving.register_keras_serializable()`. Full object config: "
+                     f"{config}")
+
+
 def register_serializable(package="Custom", name=None):
     """Decorator: make a class or function loadable by name ("package>Name") from a saved config."""
     def decorate(obj):
+        if inspect.isclass(obj) and not hasattr(obj, "get_config"):
+            raise ValueError("Cannot register a class that does not have a get_config() method.")
         key = f"{package}>{name or obj.__name__}"
         existing = _REGISTERED.get(key)
         if existing is not None and existing.__qualname__ != obj.__qualname__:
@@ -170,7 +213,8 @@ class Registry:
 
     def _entries(self, custom_objects, fits):
         """(name, object) pairs of this kind, in the order exact names are looked up."""
-        for table in (custom_objects or {}, self.builtins, self.custom, _REGISTERED):
+        scoped = tuple(reversed(_SCOPES.tables))
+        for table in (custom_objects or {},) + scoped + (self.builtins, self.custom, _REGISTERED):
             yield from ((k, o) for k, o in table.items() if fits(o))
         yield from ((k.rpartition(">")[2], o) for k, o in _REGISTERED.items() if fits(o))
 
@@ -277,6 +321,27 @@ class Registry:
             self.custom[key] = o
             return o
         return register if obj is None else register(obj)
+
+    def from_saved(self, config, custom_objects=None):
+        """What a saved file names: a class or function by its name (as written, or Keras's
+        ``{"class_name": "function", "config": name}``), or an object by its config dict.  A name
+        nothing registered, built in or in ``custom_objects`` has is Keras's TypeError "Could not
+        locate ...", never skipped."""
+        if isinstance(config, dict):
+            is_function = config.get("class_name") == "function"
+            name = config.get("registered_name")
+            if not isinstance(name, str):
+                name = config.get("config") if is_function else config.get("class_name")
+        else:
+            is_function, name = True, config
+        if not isinstance(name, str):
+            raise ValueError(f"A saved {self.kind} is a name or a config dict, got {config!r}")
+        fits = None if is_function else self._is_class
+        if not self._candidates(name, custom_objects, fits):
+            raise could_not_locate(name, config, "function" if is_function else "class")
+        if is_function:
+            return self.lookup(name, custom_objects)
+        return self.deserialize(config, custom_objects)
 
     # --- get, serialize, deserialize --------------------------------------------------------------
     def get(self, identifier, custom_objects=None):

@@ -31,7 +31,7 @@ from ..ops.shape import cast
 from ..serialization import deserialize, serialize
 from .model import Model
 
-__all__ = ["Functional", "layer_classes"]
+__all__ = ["Functional", "layer_classes", "replay_config"]
 
 _TENSOR = "__keras_tensor__"
 
@@ -202,35 +202,57 @@ class Functional(Model):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        config = dict(config)
-        entries = config.get("layers")
-        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-            raise ValueError("a functional model's config has a list 'layers' of layer entries")
         known = layer_classes()
-        by_name, queues = {}, []
-        for entry in entries:
+
+        def make_layer(entry):
             layer = deserialize({"class_name": entry.get("class_name"),
                                  "config": entry.get("config")}, known, custom_objects,
                                 kind="layer")
-            if entry.get("name", layer.name) != layer.name or layer.name in by_name:
+            if entry.get("name", layer.name) != layer.name:
                 raise ValueError(f"layer entry '{entry.get('name')}' is not one layer of its own "
                                  f"name (its config names '{layer.name}')")
-            nodes = entry.get("inbound_nodes", [])
-            if not isinstance(nodes, list) or not all(
-                    isinstance(n, dict) and isinstance(n.get("args", []), list)
-                    and isinstance(n.get("kwargs", {}), dict) for n in nodes):
-                raise ValueError(f"layer '{layer.name}': inbound_nodes is not a list of "
-                                 f"{{'args': [...], 'kwargs': {{...}}}}")
-            by_name[layer.name] = layer
-            queues.append((layer, list(nodes)))
-        _replay_calls(queues, by_name)
-        inputs = _decode(config.get("input_layers"), by_name, leaf_is_triple=True)
-        outputs = _decode(config.get("output_layers"), by_name, leaf_is_triple=True)
-        if _MISSING in nest.flatten(inputs) + nest.flatten(outputs):
-            raise ValueError("the config's input_layers or output_layers name a layer call "
-                             "that its layers do not make")
+            return layer
+        inputs, outputs = replay_config(config, make_layer)
         return cls(inputs, outputs, name=config.get("name"),
                    trainable=config.get("trainable", True))
+
+
+def _call_layer(layer, *args, **kwargs):
+    return layer(*args, **kwargs)
+
+
+def replay_config(config, make_layer, call_function=_call_layer):
+    """The inputs and outputs of the graph a functional model's ``config`` describes, each
+    layer entry made by ``make_layer(entry)`` (from its config, or ``clone_model``'s clone)
+    and called again on symbolic tensors by ``call_function(layer, *args, **kwargs)``.  A
+    saved [layer, call index, output index] reads what that replayed call returned, so a
+    layer called before (a clone that reuses it) or a call_function that adds layers after
+    it gives the graph it should."""
+    entries = config.get("layers")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError("a functional model's config has a list 'layers' of layer entries")
+    made, queues = {}, []  # made: entry name -> [each replayed call's flat outputs]
+    for entry in entries:
+        layer = make_layer(entry)
+        name = entry.get("name", layer.name)
+        if name in made:
+            raise ValueError(f"layer entry '{name}' is not one layer of its own name (the "
+                             f"config holds two)")
+        nodes = entry.get("inbound_nodes", [])
+        if not isinstance(nodes, list) or not all(
+                isinstance(n, dict) and isinstance(n.get("args", []), list)
+                and isinstance(n.get("kwargs", {}), dict) for n in nodes):
+            raise ValueError(f"layer '{name}': inbound_nodes is not a list of "
+                             f"{{'args': [...], 'kwargs': {{...}}}}")
+        made[name] = [[layer.output]] if isinstance(layer, InputLayer) else []
+        queues.append((name, layer, list(nodes)))
+    _replay_calls(queues, made, call_function)
+    inputs = _decode(config.get("input_layers"), made, leaf_is_triple=True)
+    outputs = _decode(config.get("output_layers"), made, leaf_is_triple=True)
+    if _MISSING in nest.flatten(inputs) + nest.flatten(outputs):
+        raise ValueError("the config's input_layers or output_layers name a layer call "
+                         "that its layers do not make")
+    return inputs, outputs
 
 
 def layer_classes():
@@ -375,46 +397,46 @@ def _checked_value(x, spec, key, model_name):
 _MISSING = object()  # a layer call's output that has not been made yet
 
 
-def _replay_calls(queues, by_name):
+def _replay_calls(queues, made, call_function):
     """Call each layer on its saved arguments, a call as soon as the calls making its
     arguments have been made, each layer's calls in their saved order."""
-    while any(queue for _, queue in queues):
+    while any(queue for _, _, queue in queues):
         progressed = False
-        for layer, queue in queues:
+        for name, layer, queue in queues:
             while queue:
-                args = _decode(queue[0].get("args", []), by_name)
-                kwargs = _decode(queue[0].get("kwargs", {}), by_name)
+                args = _decode(queue[0].get("args", []), made)
+                kwargs = _decode(queue[0].get("kwargs", {}), made)
                 if _MISSING in nest.flatten((args, kwargs)):
                     break
                 if not keras_tensors((args, kwargs)):
-                    raise ValueError(f"layer '{layer.name}': a saved call has no symbolic "
+                    raise ValueError(f"layer '{name}': a saved call has no symbolic "
                                      f"tensor among its arguments")
-                layer(*args, **kwargs)
+                made[name].append(nest.flatten(call_function(layer, *args, **kwargs)))
                 queue.pop(0)
                 progressed = True
         if not progressed:
-            stuck = [layer.name for layer, queue in queues if queue]
+            stuck = [name for name, _, queue in queues if queue]
             raise ValueError(f"the config's layer calls cannot be replayed: the calls of "
                              f"{stuck} wait on each other or on layers the config lacks")
 
 
-def _decode(value, by_name, leaf_is_triple=False, depth=0):
+def _decode(value, made, leaf_is_triple=False, depth=0):
     """A saved structure with its symbolic tensors made again (``_MISSING`` where a tensor's
     layer call has not been replayed yet)."""
     if depth > 64:
         raise ValueError("a functional model's config is nested too deeply")
     if leaf_is_triple and _is_triple(value):
-        return _tensor(value, by_name)
+        return _tensor(value, made)
     if isinstance(value, dict):
         if value.get("class_name") == _TENSOR:
             history = (value.get("config") or {}).get("keras_history")
             if not _is_triple(history):
                 raise ValueError(f"a saved symbolic tensor has keras_history {history!r}, not "
                                  f"[layer name, node index, output index]")
-            return _tensor(history, by_name)
-        return {k: _decode(v, by_name, leaf_is_triple, depth + 1) for k, v in value.items()}
+            return _tensor(history, made)
+        return {k: _decode(v, made, leaf_is_triple, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_decode(v, by_name, leaf_is_triple, depth + 1) for v in value]
+        return [_decode(v, made, leaf_is_triple, depth + 1) for v in value]
     if leaf_is_triple:
         raise ValueError(f"input_layers / output_layers hold [layer name, node index, output "
                          f"index] triples, not {value!r}")
@@ -426,14 +448,13 @@ def _is_triple(value):
         all(type(i) is int and i >= 0 for i in value[1:])
 
 
-def _tensor(history, by_name):
+def _tensor(history, made):
     name, node_index, index = history
-    if name not in by_name:
+    if name not in made:
         raise ValueError(f"the config refers to a layer '{name}' that it does not hold")
-    nodes = getattr(by_name[name], "_inbound_nodes", [])
-    if node_index >= len(nodes):
+    if node_index >= len(made[name]):
         return _MISSING
-    outputs = nodes[node_index].output_tensors
+    outputs = made[name][node_index]
     if index >= len(outputs):
         raise ValueError(f"layer '{name}' call {node_index} has {len(outputs)} output(s), not "
                          f"{index + 1}")

@@ -44,6 +44,7 @@ from . import data as data_module
 from . import feeds
 from . import multi_output
 from . import weights_io
+from .auto_config import auto_config, constructor_arguments
 
 __all__ = ["Model"]
 
@@ -59,7 +60,10 @@ class Model(Layer):
         if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
             from .functional import Functional
             return Functional.__new__(Functional)
-        return super().__new__(cls)
+        model = super().__new__(cls)
+        # Keras 3 records a subclass's constructor arguments: its config when it writes none
+        object.__setattr__(model, "_auto_config", constructor_arguments(cls, args, kwargs))
+        return model
 
     def __init__(self, *args, **kwargs):
         if args or "inputs" in kwargs or "outputs" in kwargs:
@@ -122,6 +126,7 @@ class Model(Layer):
             self._compiled_metrics = _as_metrics(metrics)
             self._weighted_metrics = _as_metrics(weighted_metrics)
         self._metric_log_names = _log_names(self._compiled_metrics, self._weighted_metrics)
+        self._compile_metrics = {"metrics": metrics, "weighted_metrics": weighted_metrics}
         self._accuracies_to_choose = any(isinstance(m, str) for m in
                                          self._compiled_metrics + self._weighted_metrics)
         self._loss_tracker = metrics_module.Mean(name="loss")
@@ -587,6 +592,13 @@ class Model(Layer):
         from ..saving.export import export_model
         export_model(self, filepath, format=format, verbose=verbose,
                      input_signature=input_signature)
+
+    def get_config(self):
+        """A subclass's config: its constructor's arguments (see ``models.auto_config``); a
+        subclass that writes get_config and calls this gets the base keys only (Keras's)."""
+        if type(self).get_config is not Model.get_config:
+            return super().get_config()
+        return auto_config(self, super().get_config())
 
     def get_compile_config(self):
         return None

@@ -3,15 +3,21 @@
 A saved model holds four things: the architecture (``serialize(model)``, the
 config every layer already writes), every weight keyed by the model's
 structure (``weights_io.weight_keys``, the key function of optimizer slots;
-``save_weights`` files use Keras 3's layout instead), the optimizer's config and state (``get_state()``, keyed the
-same way), and the model's call traced as a graph (``model(x, training=False)``
-for a ``TensorSpec`` of the input shape with a None batch dimension, custom
-gradients kept).
+``save_weights`` files use Keras 3's layout instead), the optimizer's config
+and state (``get_state()``, keyed the same way) with the compiled loss and
+metrics (``compile_config``), and the model's call traced as a graph
+(``model(x, training=False)`` for a ``TensorSpec`` of the input shape with a
+None batch dimension, custom gradients kept).
+
+A subclassed model's architecture is Keras 3's: its class by ``registered_name`` and its
+config (``get_config``, or the constructor's plain arguments); its input shape is that of
+its first call.  A model never built is saved as its config alone, and loads unbuilt.
 
 ``load_model`` first rebuilds the model from its config (classes and
 activations resolved only through tapeflow's registries and ``custom_objects``;
 nothing is imported) and assigns the weights and optimizer state: the normal
-case, where predictions are those of the saved model.  If the config names a
+case, where predictions are those of the saved model.  A compiled loss or metric
+that cannot be found by name is Keras's "Could not locate ..." TypeError.  If the config names a
 class or a function this process cannot resolve (a custom_gradient activation
 defined in code that is not importable here), it returns a
 ``SavedGraphModel`` instead: the saved weights in new Variables and the saved
@@ -27,10 +33,12 @@ import numpy as np
 from .. import backend
 from ..core import nest
 from ..core.tensor import Tensor, convert_to_tensor
+from ..serialization import could_not_locate, custom_object_scope, get_registered_name
 from ..serialization import get_registered_object, serialize
 from ..tracing.function import TensorSpec, function
 from . import format as fmt
 from .format import LoadError, SaveError
+from .compile_config import decode_loss, decode_metrics, encode_metrics
 from .saved_model import encode_concrete, read_contents
 
 __all__ = ["save_model", "model_document", "load_model", "assign_saved_weights", "SavedGraphModel"]
@@ -60,19 +68,30 @@ class _KeyedTable:
 
 
 def _input_signature(model):
-    """The TensorSpec (or a functional model's structure of them) the call is traced for."""
+    """The TensorSpec (or a functional model's structure of them) the call is traced for;
+    None for a model never built (saved as its config alone, as Keras saves one)."""
     inputs = getattr(model, "_inputs_struct", None)
     if inputs is not None:
         return nest.map_structure(lambda t: TensorSpec(t.shape, t.dtype), inputs)
-    return TensorSpec(_input_shape(model), model.dtype)
+    shape = _input_shape(model)
+    return None if shape is None else TensorSpec(shape, model.dtype)
 
 
 def _input_shape(model):
+    """(None, ...) from a Sequential's Input or a subclassed model's first call."""
     shape = getattr(model, "_input_shape", None)
     if shape is None:
+        shape = getattr(model, "_build_input_shape", None)  # a subclassed model, once called
+    if shape is None:
+        if not model.built and not model.weights:
+            return None
         raise SaveError(f"model.save: the input shape of model '{model.name}' is not known, so "
                         f"its call cannot be traced; give a Sequential an Input (or input_shape=) "
                         f"or build it, or save it with tf.saved_model.save and a tf.function")
+    if not (isinstance(shape, tuple) and all(d is None or isinstance(d, int) for d in shape)):
+        raise SaveError(f"model.save: model '{model.name}' was built for inputs of shape "
+                        f"{shape!r}; a subclassed model is saved for one input tensor only "
+                        f"(save a model of several inputs as a functional model)")
     return (None,) + tuple(shape[1:])
 
 
@@ -103,31 +122,20 @@ def model_document(model, arrays, include_optimizer=True):
     """The document of a Keras save of ``model``, its arrays added to ``arrays`` (a trainer's
     checkpoint is this document with its training state added)."""
     from ..models import weights_io
-    keyed = weights_io.weight_keys(model)
-    if not keyed:
-        raise SaveError(f"model.save: model '{model.name}' has no weights yet; build it first "
-                        f"(call it on a batch, or start a Sequential with Input(shape=...))")
+    keyed = weights_io.weight_keys(model)  # none for a weightless or unbuilt model
     spec = _input_signature(model)
+    table = _KeyedTable(arrays, keyed)
+    functions = {} if spec is None else {"__call__": [_encoded_call(model, spec, arrays, table)]}
     # a functional model of several inputs writes its first input's shape here (a checkpoint's
     # reader checks one shape); its graph's signature holds them all
-    input_shape = tuple(nest.flatten(spec)[0].shape)
-    concrete = function(lambda x: model(x, training=False), input_signature=[spec],
-                        name="__call__").get_concrete_function()
-    table = _KeyedTable(arrays, keyed)
+    input_shape = None if spec is None else list(nest.flatten(spec)[0].shape)
     try:
-        call = encode_concrete(concrete, arrays, table, custom_gradients=True,
-                               where="model call", signature=[spec])
-    except SaveError as e:
-        if "custom_gradient" not in str(e):
-            raise
-        warnings.warn(f"model.save: {e} The graph is saved without custom gradients.",
-                      stacklevel=3)
-        call = encode_concrete(concrete, arrays, table, custom_gradients=False,
-                               where="model call", signature=[spec])
-    try:
-        config = _json_or_none(serialize(model), "model config")
+        config = _json_or_none(_model_config(model), "model config")
     except NotImplementedError:
         config = None
+    if spec is None and config is None:
+        raise SaveError(f"model.save: model '{model.name}' is not built and has no config; "
+                        f"call it on a batch first, so that its call can be saved as a graph")
     optimizer = getattr(model, "optimizer", None) if include_optimizer else None
     optimizer_doc = None
     if optimizer is not None:
@@ -136,13 +144,41 @@ def model_document(model, arrays, include_optimizer=True):
                                                  "optimizer config"),
                          "loss": _json_or_none(_loss_config(getattr(model, "loss", None)),
                                                "loss config"),
+                         **{key: _json_or_none(encode_metrics(value), key)
+                            for key, value in getattr(model, "_compile_metrics", {}).items()},
                          "state": [[k, {"$array": arrays.add(v)}]
                                    for k, v in optimizer.get_state().items()]
                          if optimizer.built else []}
     return {"kind": "keras_model", "model_config": config,
-            "input_shape": list(input_shape), "variables": table.entries,
-            "tracked_variables": len(keyed), "functions": {"__call__": [call]},
+            "input_shape": input_shape, "variables": table.entries,
+            "tracked_variables": len(keyed), "functions": functions,
             "optimizer": optimizer_doc}
+
+
+def _encoded_call(model, spec, arrays, table):
+    """The model's call, traced for ``spec``, as the saved graph (custom gradients kept where
+    they can be)."""
+    concrete = function(lambda x: model(x, training=False), input_signature=[spec],
+                        name="__call__").get_concrete_function()
+    try:
+        return encode_concrete(concrete, arrays, table, custom_gradients=True,
+                               where="model call", signature=[spec])
+    except SaveError as e:
+        if "custom_gradient" not in str(e):
+            raise
+        warnings.warn(f"model.save: {e} The graph is saved without custom gradients.",
+                      stacklevel=4)
+        return encode_concrete(concrete, arrays, table, custom_gradients=False,
+                               where="model call", signature=[spec])
+
+
+def _model_config(model):
+    """Keras's serialized model: ``class_name`` (the class's own name), ``registered_name``
+    (what ``load_model`` finds it by), ``config``, and ``module`` (information only: a load
+    never imports it)."""
+    cls = type(model)
+    return {**serialize(model), "class_name": cls.__name__,
+            "registered_name": get_registered_name(cls), "module": cls.__module__}
 
 
 def _loss_config(loss):
@@ -219,22 +255,41 @@ def _known_classes():
 
 
 def _rebuild(config, custom_objects):
+    """The model a saved config describes, its class found by name only: among tapeflow's,
+    in ``custom_objects`` or registered with ``register_keras_serializable`` (``module`` is
+    never imported)."""
     if not isinstance(config, dict) or not isinstance(config.get("class_name"), str) \
             or not isinstance(config.get("config"), dict):
         raise ValueError("no model config was saved")
-    cls = get_registered_object(config["class_name"], custom_objects, _known_classes())
+    name = config.get("registered_name")
+    name = name if isinstance(name, str) else config["class_name"]
+    cls = get_registered_object(name, custom_objects, _known_classes())
     if cls is None:
-        raise ValueError(f"unknown model class '{config['class_name']}'")
+        raise could_not_locate(name, config)
     from_config = cls.from_config
     if "custom_objects" in inspect.signature(from_config).parameters:
         return from_config(dict(config["config"]), custom_objects=custom_objects)
     return from_config(dict(config["config"]))
 
 
+def _build(model, input_shape):
+    """Make a rebuilt model's weights: a subclassed model's are made by its call (its build
+    makes none), so it is called once on zeros, as Keras builds one from its build config."""
+    from ..models import Model, Sequential
+    from ..models.functional import Functional
+    if isinstance(model, Model) and not isinstance(model, (Sequential, Functional)) \
+            and type(model).build is Model.build:
+        xp = backend.device_module()
+        shape = tuple(1 if d is None else d for d in input_shape)
+        model(Tensor(xp.zeros(shape, np.dtype(model.dtype))), training=False)
+    else:
+        model.build(tuple(input_shape))
+
+
 def assign_saved_weights(model, variables, n_tracked, input_shape):
     from ..models import weights_io
     if not model.built:
-        model.build(tuple(input_shape))
+        _build(model, input_shape)
     keyed = weights_io.weight_keys(model)
     saved = {v.path: v for v in variables[:n_tracked]}
     names = [k for k, _ in keyed]
@@ -261,27 +316,26 @@ def _restore_optimizer(model, doc, arrays, where):
         state[key] = arrays.get(pair[1]["$array"], f"optimizer state '{key}'")
     if doc.get("config") is None:
         return
+    from ..models import Model
+    if type(model).compile is not Model.compile:  # Keras's compile_from_config
+        warnings.warn("`compile()` was not called as part of model loading because the model's "
+                      "`compile()` method is custom. All subclassed Models that have "
+                      "`compile()` overridden should also override `get_compile_config()` and "
+                      "`compile_from_config(config)`. Alternatively, you can call `compile()` "
+                      "manually after loading.", stacklevel=4)
+        return
     try:
         optimizer = optimizers.deserialize(doc["config"])
     except (ValueError, TypeError, KeyError) as e:
         warnings.warn(f"load_model: the optimizer could not be rebuilt ({e}); the model is not "
                       f"compiled", stacklevel=3)
         return
-    loss, loss_weights = None, None
-    if doc.get("loss") is not None:
-        from .. import losses
-        try:
-            if isinstance(doc["loss"], dict) and "output_losses" in doc["loss"]:
-                loss = {name: None if c is None else losses.get(c)
-                        for name, c in dict(doc["loss"]["output_losses"]).items()}
-                loss_weights = dict(doc["loss"].get("loss_weights") or {})
-            else:
-                loss = losses.get(doc["loss"])
-        except (ValueError, TypeError, KeyError) as e:
-            warnings.warn(f"load_model: the loss could not be rebuilt ({e}); the model is "
-                          f"compiled without one", stacklevel=3)
-            loss, loss_weights = None, None
-    model.compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights)
+    # the loss and metrics are restored or refused (Keras's "Could not locate ..."), never
+    # dropped: evaluate() after a load reports what it reported before the save
+    loss, loss_weights = (None, None) if doc.get("loss") is None else decode_loss(doc["loss"])
+    model.compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights,
+                  metrics=decode_metrics(doc.get("metrics")),
+                  weighted_metrics=decode_metrics(doc.get("weighted_metrics")))
     if state:
         for target, value in optimizer._checked_state(state):
             target._replace_value(value)
@@ -292,13 +346,25 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     document, arrays = fmt.read(filepath)
     where = str(filepath)
     try:
-        variables, n_tracked, functions = read_contents(
-            document, arrays, where, "keras_model", "tf.saved_model.load", min_tracked=1)
+        with custom_object_scope(dict(custom_objects or {})):  # for every name a config holds
+            return _load_document(document, arrays, where, custom_objects, compile)
+    finally:
+        arrays.close()
+
+
+def _load_document(document, arrays, where, custom_objects, compile):
+    variables, n_tracked, functions = read_contents(
+        document, arrays, where, "keras_model", "tf.saved_model.load")
+    config = document.get("model_config")
+    optimizer_doc = document.get("optimizer")
+    if document.get("input_shape") is None:  # a model saved before it was built
+        if functions or n_tracked:
+            raise LoadError(f"{where}: a save without an input shape holds no graph or weights")
+        model = _rebuild(config, custom_objects)
+    else:
         input_shape = fmt._shape(document.get("input_shape"), where, "the input")
         if set(functions) != {"__call__"}:
             raise LoadError(f"{where}: a Keras save holds exactly the model's call graph")
-        config = document.get("model_config")
-        optimizer_doc = document.get("optimizer")
         try:
             model = _rebuild(config, custom_objects)
             assign_saved_weights(model, variables, n_tracked, input_shape)
@@ -307,8 +373,6 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
                 if isinstance(config, dict) and isinstance(config.get("config"), dict) else "model"
             return SavedGraphModel(str(name), functions["__call__"], variables[:n_tracked],
                                    input_shape, config, f"its config could not be rebuilt: {e}")
-        if compile and optimizer_doc is not None:
-            _restore_optimizer(model, optimizer_doc, arrays, where)
-        return model
-    finally:
-        arrays.close()
+    if compile and optimizer_doc is not None:
+        _restore_optimizer(model, optimizer_doc, arrays, where)
+    return model
