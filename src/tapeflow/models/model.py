@@ -38,6 +38,7 @@ from ..ops import random as random_ops
 from ..core.tensor import Tensor
 from ..layers.base import Layer
 from ..ops.arithmetic import add_n
+from ..ops.reduce import reduce_sum
 from ..ops.shape import concat
 from ..tracing.function import function
 from . import data as data_module
@@ -163,15 +164,19 @@ class Model(Layer):
 
     # --- one step --------------------------------------------------------------------------------
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """The compiled loss plus the layers' regularization losses."""
+        """The compiled loss plus ``self.losses`` (the layers' ``add_loss`` losses of this
+        call and the weights' regularization penalties), each summed to a scalar (Keras 3's)."""
+        extra = [loss if not loss.ndim else reduce_sum(loss) for loss in self.losses]
         if self.loss is None:
-            raise ValueError(f"{self.name}: no loss; pass loss= to compile() or override "
-                             f"compute_loss / train_step")
+            if extra:  # a model trained on its add_loss losses alone (Keras 3's)
+                return add_n(extra)
+            raise ValueError(f"{self.name}: no loss; pass loss= to compile(), add losses in a "
+                             f"layer's call with add_loss, or override compute_loss / "
+                             f"train_step")
         if y is None:
             raise ValueError(f"{self.name}: the compiled loss needs targets, but no y was given "
                              f"(pass y to fit/evaluate, or override compute_loss / train_step)")
         total = self.loss(y, y_pred, sample_weight=sample_weight)
-        extra = self.losses
         if extra:
             total = total + add_n(extra)
         return total
