@@ -27,8 +27,10 @@ from ..core import nest
 from ..core.tensor import Tensor, convert_to_tensor
 from ..layers.core import InputLayer
 from ..layers.symbolic import KerasTensor, keras_tensors
+from ..layers.tf_op_layer import TFOpLambda
 from ..ops.shape import cast
 from ..serialization import deserialize, serialize
+from .call_arguments import SPECIAL, decoded_argument, encode_argument
 from .model import Model
 
 __all__ = ["Functional", "layer_classes"]
@@ -186,9 +188,9 @@ class Functional(Model):
                     "keras_history": history(value)}}
             if isinstance(value, dict):
                 return {k: encode(v) for k, v in value.items()}
-            if isinstance(value, (list, tuple)):
+            if isinstance(value, list):
                 return [encode(v) for v in value]
-            return value
+            return encode_argument(value, encode)  # tuples, slices, constants ...
         layers = []
         for layer in self._tracked_layers:
             nodes = sorted((n for n in layer._inbound_nodes
@@ -239,7 +241,8 @@ def layer_classes():
     from .sequential import Sequential
     known = {n: getattr(layers_module, n) for n in dir(layers_module)
              if isinstance(getattr(layers_module, n), type)}
-    known.update(Model=Model, Sequential=Sequential, Functional=Functional)
+    known.update(Model=Model, Sequential=Sequential, Functional=Functional,
+                 TFOpLambda=TFOpLambda)  # the calls of functions on symbolic tensors
     return known
 
 
@@ -412,6 +415,8 @@ def _decode(value, by_name, leaf_is_triple=False, depth=0):
                 raise ValueError(f"a saved symbolic tensor has keras_history {history!r}, not "
                                  f"[layer name, node index, output index]")
             return _tensor(history, by_name)
+        if value.get("class_name") in SPECIAL and not leaf_is_triple:
+            return decoded_argument(value, lambda v: _decode(v, by_name, False, depth + 1))
         return {k: _decode(v, by_name, leaf_is_triple, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
         return [_decode(v, by_name, leaf_is_triple, depth + 1) for v in value]
