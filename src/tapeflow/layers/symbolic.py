@@ -201,7 +201,7 @@ def _trial_call(layer, args, kwargs, size):
     with init_scope():  # data, not ops: outside any trace, tape or accumulator
         try:
             outputs = layer(*args, **kwargs)
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, IndexError) as e:
             raise type(e)(f"{e} (calling {layer.name} on symbolic inputs of shape {shapes}; the "
                           f"call ran on zeros with {size} for each None)") from e
     for t in nest.flatten(outputs):

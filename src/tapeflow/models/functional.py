@@ -228,7 +228,7 @@ class Functional(Model):
         _replay_calls(queues, by_name)
         inputs = _decode(config.get("input_layers"), by_name, leaf_is_triple=True)
         outputs = _decode(config.get("output_layers"), by_name, leaf_is_triple=True)
-        if _MISSING in nest.flatten(inputs) + nest.flatten(outputs):
+        if _has_missing((inputs, outputs)):
             raise ValueError("the config's input_layers or output_layers name a layer call "
                              "that its layers do not make")
         return cls(inputs, outputs, name=config.get("name"),
@@ -378,6 +378,10 @@ def _checked_value(x, spec, key, model_name):
 _MISSING = object()  # a layer call's output that has not been made yet
 
 
+def _has_missing(structure):
+    return any(x is _MISSING for x in nest.flatten(structure))  # `is`: arrays compare by value
+
+
 def _replay_calls(queues, by_name):
     """Call each layer on its saved arguments, a call as soon as the calls making its
     arguments have been made, each layer's calls in their saved order."""
@@ -387,7 +391,7 @@ def _replay_calls(queues, by_name):
             while queue:
                 args = _decode(queue[0].get("args", []), by_name)
                 kwargs = _decode(queue[0].get("kwargs", {}), by_name)
-                if _MISSING in nest.flatten((args, kwargs)):
+                if _has_missing((args, kwargs)):
                     break
                 if not keras_tensors((args, kwargs)):
                     raise ValueError(f"layer '{layer.name}': a saved call has no symbolic "
