@@ -9,6 +9,7 @@ import tapeflow as tf
 from tapeflow.layers.tf_op_layer import TFOpLambda
 
 layers = tf.keras.layers
+ops = tf.keras.ops  # Keras 3's names for the ported keras/src/ops cases: the same functions
 
 
 def symbol(*shape, dtype="float32"):
@@ -93,30 +94,30 @@ def test_serialization_of_models_with_floating_ops():
 # --- keras/src/ops/numpy_test.py: output shapes of ops on symbolic tensors ----------------------
 def test_mean_shapes():
     """Keras: ops/numpy_test.py::NumpyOneInputOpsDynamicShapeTest::test_mean"""
-    assert tf.reduce_mean(symbol(None, 3)).shape == ()
+    assert ops.mean(symbol(None, 3)).shape == ()
     x = symbol(None, 3, 3)
-    assert tf.reduce_mean(x, axis=1).shape == (None, 3)
-    assert tf.reduce_mean(x, axis=1, keepdims=True).shape == (None, 1, 3)
+    assert ops.mean(x, axis=1).shape == (None, 3)
+    assert ops.mean(x, axis=1, keepdims=True).shape == (None, 1, 3)
 
 
 def test_squeeze_shapes():
     """Keras: ops/numpy_test.py::NumpyOneInputOpsDynamicShapeTest::test_squeeze"""
     x = symbol(None, 1)
-    assert tf.squeeze(x).shape == (None,) and tf.squeeze(x, axis=1).shape == (None,)
+    assert ops.squeeze(x).shape == (None,) and ops.squeeze(x, axis=1).shape == (None,)
     with pytest.raises(ValueError):
-        tf.squeeze(symbol(None, 1), axis=0)
+        ops.squeeze(symbol(None, 1), axis=0)
     x = symbol(None, 1, 1, 1)
-    assert tf.squeeze(x, (1, 2)).shape == (None, 1)
-    assert tf.squeeze(x, (-1, -2)).shape == (None, 1)
-    assert tf.squeeze(x, (1, 2, 3)).shape == (None,)
-    assert tf.squeeze(x, (-1, 1)).shape == (None, 1)
+    assert ops.squeeze(x, (1, 2)).shape == (None, 1)
+    assert ops.squeeze(x, (-1, -2)).shape == (None, 1)
+    assert ops.squeeze(x, (1, 2, 3)).shape == (None,)
+    assert ops.squeeze(x, (-1, 1)).shape == (None, 1)
 
 
 def test_transpose_shapes():
     """Keras: ops/numpy_test.py::NumpyOneInputOpsDynamicShapeTest::test_transpose"""
-    assert tf.transpose(symbol(None, 3)).shape == (3, None)
+    assert ops.transpose(symbol(None, 3)).shape == (3, None)
     x = symbol(None, 3, 3)
-    assert tf.transpose(x, (2, 0, 1)).shape == (3, None, 3)
+    assert ops.transpose(x, (2, 0, 1)).shape == (3, None, 3)
 
 
 def test_concatenate_shapes():
@@ -133,10 +134,10 @@ def test_expand_dims_shapes():
     """Keras: ops/numpy_test.py::NumpyOneInputOpsDynamicShapeTest::test_expand_dims (one axis:
     tf.expand_dims takes an int)"""
     x = symbol(None, 3)
-    assert tf.expand_dims(x, -1).shape == (None, 3, 1)
-    assert tf.expand_dims(x, 0).shape == (1, None, 3)
-    assert tf.expand_dims(x, 1).shape == (None, 1, 3)
-    assert tf.expand_dims(x, -2).shape == (None, 1, 3)
+    assert ops.expand_dims(x, -1).shape == (None, 3, 1)
+    assert ops.expand_dims(x, 0).shape == (1, None, 3)
+    assert ops.expand_dims(x, 1).shape == (None, 1, 3)
+    assert ops.expand_dims(x, -2).shape == (None, 1, 3)
 
 
 def test_get_item_shapes():
@@ -155,14 +156,14 @@ def test_get_item_shapes():
 def test_reshape_split_stack_shapes():
     """Keras: ops/numpy_test.py::NumpyOneInputOpsDynamicShapeTest::test_reshape, test_split,
     test_stack (tf.split takes sizes, numpy's split takes indices)"""
-    assert tf.reshape(symbol(None, 3), (3, -1)).shape == (3, None)
+    assert ops.reshape(symbol(None, 3), (3, -1)).shape == (3, None)
     x = symbol(None, 3, 3)
     assert tf.split(x, 3, axis=1)[0].shape == (None, 1, 3)
     parts = tf.split(x, [1, 2], axis=1)
     assert [p.shape for p in parts] == [(None, 1, 3), (None, 2, 3)]
     x, y = symbol(None, 3), symbol(None, 3)
-    assert tf.stack([x, y]).shape == (2, None, 3)
-    assert tf.stack([x, y], axis=-1).shape == (None, 3, 2)
+    assert ops.stack([x, y]).shape == (2, None, 3)
+    assert ops.stack([x, y], axis=-1).shape == (None, 3, 2)
 
 
 def test_two_input_op_shapes():
