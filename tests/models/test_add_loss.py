@@ -144,6 +144,14 @@ def test_add_loss_refuses_what_is_not_a_tensor():
         Bad(name="bad")(np.ones((1, 2), np.float32))
 
 
+def test_add_loss_of_a_symbolic_tensor_says_where_losses_are_added():
+    """Keras 3's functional models take no symbolic add_loss (models/functional.py raises)"""
+    inputs = tf.keras.Input(shape=(2,))
+    model = tf.keras.Model(inputs, layers.Dense(1)(inputs))
+    with pytest.raises(ValueError, match="symbolic tensor .* inside a layer's call"):
+        model.add_loss(tf.reduce_sum(inputs))
+
+
 def test_no_loss_at_all_is_one_clear_error():
     model = tf.keras.Sequential([layers.Dense(1)])
     model.compile(optimizer="sgd")

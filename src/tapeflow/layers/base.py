@@ -14,6 +14,7 @@ weights in creation order, then each tracked sub-layer's, depth first, in the
 order the sub-layers were assigned.
 """
 import inspect
+import weakref
 
 import numpy as np
 
@@ -34,6 +35,11 @@ CALLED_ON_A_LAYER = (
     "call layers on tensors: tf.keras.Input(shape=...) returns the symbolic tensor of the "
     "functional API (an InputLayer's is its .output), and each layer call returns the next "
     "one, as in x = tf.keras.Input(shape=(8,)); y = Dense(1)(x); model = tf.keras.Model(x, y)")
+
+
+# The layers whose ``add_loss`` losses (or activity-regularized outputs) of their last call are
+# held: an outermost call clears its tree's, and walks the tree only when this is not empty.
+_HOLDING_LOSSES = weakref.WeakSet()
 
 
 def _unique_name(base):
@@ -207,10 +213,15 @@ class Layer:
         call (a model's, in ``fit``) starts by clearing them in itself and every sub-layer,
         so a traced training step adds the ones its own forward pass makes."""
         for value in nest.flatten(loss):
+            if holds_keras_tensor(value):
+                raise ValueError(f"{self.name}.add_loss got a symbolic tensor ({value}): as in "
+                                 f"Keras 3, losses are added inside a layer's call, on its "
+                                 f"tensors (write a layer whose call does self.add_loss(...))")
             if not isinstance(value, Tensor):
                 raise ValueError(f"{self.name}.add_loss takes tensors computed in call() (or "
                                  f"build()), got {type(value).__name__}: {value!r}")
             self._added_losses.append(value)
+            _HOLDING_LOSSES.add(self)
 
     @property
     def losses(self):
@@ -240,9 +251,13 @@ class Layer:
         return order
 
     def _clear_losses(self):
+        if not _HOLDING_LOSSES:  # the common case: no layer holds any, nothing to walk
+            return
         for layer in self._self_and_sublayers():
-            layer._added_losses.clear()
-            layer._regularized_outputs.clear()
+            if layer in _HOLDING_LOSSES:
+                layer._added_losses.clear()
+                layer._regularized_outputs.clear()
+                _HOLDING_LOSSES.discard(layer)
 
     def _activity_losses(self):
         """The activity regularizer's penalty on each output of the last call, divided by the
@@ -299,6 +314,7 @@ class Layer:
             if self.activity_regularizer is not None:
                 self._regularized_outputs.extend(
                     t for t in nest.flatten(outputs) if isinstance(t, Tensor))
+                _HOLDING_LOSSES.add(self)
         finally:
             if outermost:
                 ctx.outermost_layer = None
