@@ -129,6 +129,7 @@ def test_fit_logs_compiled_plus_added_losses():
     history = model.fit(x, y, batch_size=8, epochs=2, verbose=0)
     np.testing.assert_allclose(history.history["loss"], [expected] * 2, rtol=1e-5)
     np.testing.assert_allclose(model.evaluate(x, y, verbose=0), expected, rtol=1e-5)
+    assert len(model.losses) == 0  # the traced steps' losses were let go
     with tf.GradientTape():
         model(x)
         model(x)

@@ -229,7 +229,16 @@ class Model(Layer):
             grads = tape.gradient(loss, variables)
             grads = distribute_training.reduce_gradients(self, grads)  # no-op on one process
             self.optimizer.apply_gradients(zip(grads, variables))
-        return self.compute_metrics(x, y, y_pred, sample_weight, loss)
+        return self._without_traced_losses(self.compute_metrics(x, y, y_pred, sample_weight,
+                                                                loss))
+
+    def _without_traced_losses(self, logs):
+        """``logs``, once a traced step has used its ``losses``: they are let go, so that
+        ``model.losses`` never hands out tensors of a finished trace (an eager step keeps them,
+        as Keras does, until the next call)."""
+        if context().trace is not None:
+            self._clear_losses()
+        return logs
 
     def _output_loss(self, x, y, sample_weight, seen):
         """The compiled loss as an ``optimizers.OutputLoss`` of the outputs on this batch,
@@ -267,7 +276,8 @@ class Model(Layer):
         x, y, sample_weight = _unpack(data)
         y_pred = self(x, training=False)
         loss = self.compute_loss(x, y, y_pred, sample_weight, training=False)
-        return self.compute_metrics(x, y, y_pred, sample_weight, loss)
+        return self._without_traced_losses(self.compute_metrics(x, y, y_pred, sample_weight,
+                                                                loss))
 
     def predict_step(self, data):
         x = data[0] if isinstance(data, (tuple, list)) else data
