@@ -178,3 +178,54 @@ def test_add_loss_gradient_matches_finite_differences():
         return [out, tf.add_n(layer.losses)]
     x = np.random.default_rng(1).normal(size=(3, 4)) * 0.5
     check_grads(fn, [x], order=2)
+
+
+class ActivityModel(tf.keras.Model):
+    """trainer_test's MyModel: a Dense with an l2 activity regularizer, a custom Mean metric."""
+
+    def __init__(self):
+        super().__init__()
+        self.custom_metric = tf.keras.metrics.Mean(name="custom")
+        self.dense = layers.Dense(2, activity_regularizer="l2")
+
+    def call(self, x):
+        return self.dense(x)
+
+
+def test_fwd_pass_loss_presence_in_compute_loss():
+    """Keras: trainers/trainer_test.py::TestTrainer::test_fwd_pass_loss_presence_in_compute_loss
+    (the custom metric's own result is read: tapeflow's logs hold the compiled metrics)"""
+    seen_training = []
+
+    class MyModel(ActivityModel):
+        def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+            seen_training.append(training)
+            loss = super().compute_loss(x, y, y_pred, sample_weight, training)
+            self.custom_metric.update_state(tf.add_n(self.losses))
+            return loss
+
+    model = MyModel()
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(np.ones((32, 4)), np.ones((32, 2)) * 2, verbose=0)
+    assert seen_training and all(seen_training)
+    assert float(model.custom_metric.result().numpy()) > 0.0
+
+
+def test_evaluate_with_custom_compute_loss():
+    """Keras: trainers/trainer_test.py::TestTrainer::test_evaluate_with_custom_compute_loss
+    (custom == 4 * loss, read from the metric)"""
+    seen_training = []
+
+    class MyModel(ActivityModel):
+        def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+            seen_training.append(training)
+            loss = super().compute_loss(x, y, y_pred, sample_weight, training)
+            self.custom_metric.update_state(loss * 4)
+            return loss
+
+    model = MyModel()
+    model.compile(optimizer="sgd", loss="mse")
+    logs = model.evaluate(np.ones((32, 4)), np.ones((32, 2)) * 2, return_dict=True, verbose=0)
+    assert seen_training and not any(seen_training)
+    np.testing.assert_allclose(float(model.custom_metric.result().numpy()), logs["loss"] * 4,
+                               rtol=1e-6)
