@@ -229,3 +229,17 @@ def test_evaluate_with_custom_compute_loss():
     assert seen_training and not any(seen_training)
     np.testing.assert_allclose(float(model.custom_metric.result().numpy()), logs["loss"] * 4,
                                rtol=1e-6)
+
+
+def test_conv_and_embedding_take_an_activity_regularizer():
+    """Keras's Conv and Embedding pass activity_regularizer to the base Layer: the penalty on
+    the output, divided by the batch size"""
+    conv = layers.Conv1D(2, 1, activity_regularizer="l1", kernel_initializer="ones",
+                         use_bias=False)
+    out = conv(np.ones((2, 3, 1), np.float32))
+    np.testing.assert_allclose(conv.losses[0].numpy(), 0.01 * np.abs(out.numpy()).sum() / 2)
+    embedding = layers.Embedding(4, 2, activity_regularizer=tf.keras.regularizers.L2(0.5))
+    out = embedding(np.array([[0, 1, 2]]))
+    np.testing.assert_allclose(embedding.losses[0].numpy(), 0.5 * (out.numpy() ** 2).sum(),
+                               rtol=1e-6)
+    assert layers.Embedding.from_config(embedding.get_config()).activity_regularizer.l2 == 0.5
