@@ -307,3 +307,37 @@ def test_a_saved_config_naming_an_unknown_function_is_refused():
         {"class_name": "__numpy__", "config": {"value": [1], "dtype": "object"}})
     with pytest.raises(ValueError, match="numeric 'dtype'"):
         tf.keras.Model.from_config(config)
+
+
+def test_every_recorded_name_is_the_tensorflow_name_of_its_function():
+    """A saved model names each function by its TensorFlow API name: ``tf.<name>`` is it."""
+    from tapeflow.core.symbolic_dispatch import symbolic_function, symbolic_function_names
+    names = symbolic_function_names()
+    assert len(names) > 100
+    for name in names:
+        found = tf
+        for part in name.split("."):
+            found = getattr(found, part)
+        assert found is symbolic_function(name), name
+
+
+def test_more_functions_on_data_and_reloaded():
+    x = tf.keras.Input(shape=(3,), name="x")
+    ids = tf.keras.Input(shape=(2,), dtype="int32", name="ids")
+    parts = [tf.clip_by_value(x, -0.5, 0.5), tf.math.atan2(x, 2.0), tf.sort(x, axis=-1),
+             tf.roll(x, 1, axis=1), tf.math.divide_no_nan(x, x), tf.nn.bias_add(x, [1., 2., 3.]),
+             tf.reshape(tf.nn.l2_loss(x), (-1,))[:1] * tf.ones_like(x[:, :1]),
+             tf.reshape(tf.one_hot(ids, 3), (-1, 6)), tf.math.acosh(1.0 + x * x)]
+    out = tf.concat(parts, axis=1, name="joined")
+    model = tf.keras.Model([x, ids], out)
+    assert model.get_layer("joined").function == "concat"
+    data = [np.array([[0.0, -2.0, 0.25], [1.0, 0.5, -0.75]], np.float32),
+            np.array([[0, 2], [1, 1]], np.int32)]
+    a = data[0]
+    want = np.concatenate([np.clip(a, -0.5, 0.5), np.arctan2(a, 2.0), np.sort(a, -1),
+                           np.roll(a, 1, axis=1), np.where(a == 0, 0.0, 1.0), a + [1., 2., 3.],
+                           np.full((2, 1), (a ** 2).sum() / 2),
+                           np.eye(3, dtype=np.float32)[data[1]].reshape(2, 6),
+                           np.arccosh(1.0 + a * a)], axis=1)
+    np.testing.assert_allclose(model(data).numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(round_trip(model)(data).numpy(), want, rtol=1e-5, atol=1e-6)

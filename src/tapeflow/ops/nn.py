@@ -137,6 +137,7 @@ CHECK_CLASS_INDICES = def_primitive("CheckClassIndices", _checked_class_indices)
 NotDifferentiable("CheckClassIndices")  # class indices: nothing to differentiate
 
 
+@dispatches_symbols("nn.l2_loss")
 def l2_loss(t, name=None):
     t = as_tensor(t)
     return reduce_sum(t * t) / 2.0
@@ -171,6 +172,7 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
     return out + offset if offset is not None else out
 
 
+@dispatches_symbols("nn.bias_add")
 def bias_add(value, bias, name=None):
     return as_tensor(value) + bias
 
