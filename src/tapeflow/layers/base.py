@@ -12,6 +12,11 @@ Tracking: assigning a Layer, a Variable, or a list/tuple/dict of them to an
 attribute tracks it.  Variable order (documented, stable): a layer's own
 weights in creation order, then each tracked sub-layer's, depth first, in the
 order the sub-layers were assigned.
+
+Losses (Keras 3's): ``add_loss`` in ``call`` and an ``activity_regularizer``'s
+penalty on the outputs are the last call's -- the outermost layer call clears
+those of its whole tree first -- and ``losses`` lists them, then the weights'
+regularization penalties.  ``Model.compute_loss`` adds them to the compiled loss.
 """
 import inspect
 import weakref

@@ -12,6 +12,13 @@ any trace or tape, in inference mode) on zeros of the inputs' shapes, with
 every unknown size set to 2, and again with 3 when there was one; a size that
 differs between the two is unknown (None) in the output.  The first trial call
 builds the layer, as its first call on data would.
+
+Python's operators on a KerasTensor (``a + b``, ``x[:, :2]``, ``-x``, ``x > 0``)
+and tapeflow's public functions called on one (``tf.concat``, ``tf.nn.relu``:
+``core.symbolic_dispatch``) are layer calls too, of a ``TFOpLambda`` layer
+(``layers.tf_op_layer``); conversions that need values (``np.asarray(x)``,
+``bool(x)``, ``float(x)``) are refused with one message.  ``==`` and ``!=`` stay
+identity comparisons, as in Keras 3.
 """
 
 from .. import backend
