@@ -32,8 +32,9 @@ __all__ = ["KerasTensor", "Node", "holds_keras_tensor", "call_on_symbols", "inpu
            "keras_tensors"]
 
 _NOT_DATA = ("{what} is a symbolic tensor of the functional API ({tensor}): it has no values. "
-             "Call layers and tapeflow functions on it (a + b, x[:, :2], tf.concat([a, b], -1) "
-             "are recorded as layer calls), then make a model with "
+             "Operators and most tf functions on it are recorded as layer calls (a + b, "
+             "x[:, :2], tf.concat([a, b], -1)); wrap code that needs values, or a function "
+             "that is not recorded, in a tf.keras.layers.Lambda.  Then make a model with "
              "tf.keras.Model(inputs, outputs) and call the model on data.")
 
 
