@@ -44,6 +44,7 @@ CASES = [
     LayerCase(layers.Activation, dict(activation="tanh"), (2, 3)),
     LayerCase(layers.Dropout, dict(rate=0.5, seed=1), (4, 5), random_in_training=True),
     LayerCase(layers.Flatten, {}, (2, 3, 2)),
+    LayerCase(layers.ActivityRegularization, dict(l1=0.1, l2=0.2), (2, 3)),
     # --- normalization ---
     LayerCase(layers.BatchNormalization, dict(momentum=0.9), (4, 3),
               training_changes_output=True),

@@ -55,7 +55,7 @@ class Context:
     """
 
     __slots__ = ("tapes", "accumulators", "watchers", "overrides", "trace", "name_scopes", "name_counts",
-                 "random", "device", "xp", "functions_run_eagerly", "active")
+                 "random", "device", "xp", "functions_run_eagerly", "active", "outermost_layer")
 
     def __init__(self):
         self.tapes = []             # GradientTapes recording now, outermost first
@@ -70,6 +70,7 @@ class Context:
         self.device, self.xp = DEFAULT_DEVICE  # (backend.device_module)
         self.functions_run_eagerly = False
         self.active = False
+        self.outermost_layer = None  # the layer whose call is running outermost (add_loss)
 
     def refresh(self):
         """Recompute ``active`` after a tape, accumulator, watcher or trace came or went."""

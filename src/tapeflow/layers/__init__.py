@@ -1,5 +1,6 @@
 """``tapeflow.layers`` (also ``tapeflow.keras.layers``)."""
 from .base import Layer, name_scope  # noqa: F401
+from .activity_regularization import ActivityRegularization  # noqa: F401
 from .core import Activation, Dense, Dropout, Flatten, Input, InputLayer  # noqa: F401
 from .merging import (  # noqa: F401
     Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add, average,
@@ -47,4 +48,5 @@ __all__ = [
     "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D",
     "AvgPool1D", "AvgPool2D", "MaxPool1D", "MaxPool2D",
     "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalMaxPool1D", "GlobalMaxPool2D",
+    "ActivityRegularization",
 ]

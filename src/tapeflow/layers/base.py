@@ -13,15 +13,23 @@ Tracking: assigning a Layer, a Variable, or a list/tuple/dict of them to an
 attribute tracks it.  Variable order (documented, stable): a layer's own
 weights in creation order, then each tracked sub-layer's, depth first, in the
 order the sub-layers were assigned.
+
+Losses (Keras 3's): ``add_loss`` in ``call`` and an ``activity_regularizer``'s
+penalty on the outputs are the last call's -- the outermost layer call clears
+those of its whole tree first -- and ``losses`` lists them, then the weights'
+regularization penalties.  ``Model.compute_loss`` adds them to the compiled loss.
 """
 import inspect
+import weakref
 
 import numpy as np
 
 from ..core.context import context, init_scope, reset as reset_context
 from ..core.tensor import Tensor, Variable, convert_to_tensor
 from ..dtypes import numpy_dtype
-from ..ops.shape import cast
+from ..core import nest
+from ..ops.shape import cast, shape
+from ..ops.special import divide_no_nan
 from .. import backend, initializers, regularizers
 from ..serialization import snake_case
 from .symbolic import call_on_symbols, holds_keras_tensor
@@ -33,6 +41,11 @@ CALLED_ON_A_LAYER = (
     "call layers on tensors: tf.keras.Input(shape=...) returns the symbolic tensor of the "
     "functional API (an InputLayer's is its .output), and each layer call returns the next "
     "one, as in x = tf.keras.Input(shape=(8,)); y = Dense(1)(x); model = tf.keras.Model(x, y)")
+
+
+# The layers whose ``add_loss`` losses (or activity-regularized outputs) of their last call are
+# held: an outermost call clears its tree's, and walks the tree only when this is not empty.
+_HOLDING_LOSSES = weakref.WeakSet()
 
 
 def _unique_name(base):
@@ -66,7 +79,8 @@ class name_scope:
 class Layer:
     """Base class of layers and models."""
 
-    def __init__(self, trainable=True, name=None, dtype=None, input_shape=None, **kwargs):
+    def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
+                 activity_regularizer=None, **kwargs):
         if kwargs:
             raise TypeError(f"{type(self).__name__} got unexpected keyword arguments {sorted(kwargs)}")
         object.__setattr__(self, "_tracked_layers", [])
@@ -82,6 +96,9 @@ class Layer:
         self._declared_input_shape = None if input_shape is None else \
             (None,) + tuple(input_shape if not isinstance(input_shape, int) else (input_shape,))
         self._regularized = []  # (regularizer, variable)
+        self.activity_regularizer = regularizers.get(activity_regularizer)
+        object.__setattr__(self, "_added_losses", [])  # add_loss's, from the last call
+        object.__setattr__(self, "_regularized_outputs", [])  # for activity_regularizer
 
     # --- tracking -----------------------------------------------------------------------
     def __setattr__(self, name, value):
@@ -196,13 +213,70 @@ class Layer:
     def count_params(self):
         return int(sum(np.prod(v.shape) for v in self.weights))
 
-    # --- losses added by regularizers -------------------------------------------------------------
+    # --- losses: add_loss's and the regularizers' ---------------------------------------------------
+    def add_loss(self, loss):
+        """Add a loss tensor (or a list of them) while ``call`` runs: a KL term, an activity
+        penalty.  As in Keras 3, the losses are those of the last call: the outermost layer
+        call (a model's, in ``fit``) starts by clearing them in itself and every sub-layer,
+        so a traced training step adds the ones its own forward pass makes."""
+        for value in nest.flatten(loss):
+            if holds_keras_tensor(value):
+                raise ValueError(f"{self.name}.add_loss got a symbolic tensor ({value}): as in "
+                                 f"Keras 3, losses are added inside a layer's call, on its "
+                                 f"tensors (write a layer whose call does self.add_loss(...))")
+            if not isinstance(value, Tensor):
+                raise ValueError(f"{self.name}.add_loss takes tensors computed in call() (or "
+                                 f"build()), got {type(value).__name__}: {value!r}")
+            self._added_losses.append(value)
+            _HOLDING_LOSSES.add(self)
+
     @property
     def losses(self):
-        """Regularization penalties of this layer and its sub-layers (tensors, recomputed)."""
+        """The losses ``add_loss`` added in the last call (this layer's, then its sub-layers'),
+        then the weights' regularization penalties (recomputed), as Keras 3's."""
+        out = []
+        for layer in self._self_and_sublayers():
+            out.extend(layer._added_losses)
+            out.extend(layer._activity_losses())
+        return out + self._regularization_losses()
+
+    def _regularization_losses(self):
         out = [reg(v) for reg, v in self._regularized]
         for layer in self._tracked_layers:
-            out.extend(layer.losses)
+            out.extend(layer._regularization_losses())
+        return out
+
+    def _self_and_sublayers(self):
+        """This layer and every layer under it, each once (a shared one at its first place)."""
+        order, seen, stack = [], set(), [self]
+        while stack:
+            layer = stack.pop()
+            if id(layer) not in seen:
+                seen.add(id(layer))
+                order.append(layer)
+                stack.extend(reversed(layer._tracked_layers))
+        return order
+
+    def _clear_losses(self):
+        if not _HOLDING_LOSSES:  # the common case: no layer holds any, nothing to walk
+            return
+        for layer in self._self_and_sublayers():
+            if layer in _HOLDING_LOSSES:
+                layer._added_losses.clear()
+                layer._regularized_outputs.clear()
+                _HOLDING_LOSSES.discard(layer)
+
+    def _activity_losses(self):
+        """The activity regularizer's penalty on each output of the last call, divided by the
+        batch size (Keras 3's: the same strength for any batch size; 0 for an empty batch).
+        Computed when ``losses`` is read (in the same step), so that a call traced for saving
+        holds no batch-size-dependent penalty nobody reads."""
+        out = []
+        for output in self._regularized_outputs:
+            loss = self.activity_regularizer(output)
+            if output.ndim:
+                loss = divide_no_nan(loss, cast(shape(output)[0], loss.dtype))
+            out.append(loss)
         return out
 
     # --- building and calling ----------------------------------------------------------------------
@@ -218,7 +292,9 @@ class Layer:
                 raise TypeError(f"{self.name} was called on a layer ({_layer_names(inputs)}), "
                                 f"not on data or a symbolic tensor: {CALLED_ON_A_LAYER}")
             if holds_keras_tensor((inputs, args, kwargs)):  # the functional API: record a node
-                return call_on_symbols(self, inputs, args, kwargs, training)
+                outputs = call_on_symbols(self, inputs, args, kwargs, training)
+                self._clear_losses()  # the trial call's: a symbolic call adds none (Keras 3's)
+                return outputs
         if inputs.__class__ is not Tensor and (
                 not isinstance(inputs, (Tensor, list, tuple, dict)) or _plain_data(inputs)):
             inputs = convert_to_tensor(inputs, dtype_hint=self.dtype)
@@ -228,12 +304,28 @@ class Layer:
         if self._call_takes_training:
             kwargs["training"] = training
         mask = _mask_argument(self, inputs, kwargs)
-        if self.built:  # the name scope only matters while weights are being created
-            return _with_mask(self, inputs, self.call(inputs, *args, **kwargs), mask)
-        with name_scope(self.name):
-            self.build(_shape_of(inputs))
-            self.built = True
-            return _with_mask(self, inputs, self.call(inputs, *args, **kwargs), mask)
+        ctx = context()
+        outermost = ctx.outermost_layer is None
+        if outermost:  # losses are the last call's: the outermost call clears the old ones
+            ctx.outermost_layer = self
+            self._clear_losses()
+        try:
+            if self.built:  # the name scope only matters while weights are being created
+                outputs = self.call(inputs, *args, **kwargs)
+            else:
+                with name_scope(self.name):
+                    self.build(_shape_of(inputs))
+                    self.built = True
+                    self._clear_losses()  # of shape trials the build ran (Sequential's)
+                    outputs = self.call(inputs, *args, **kwargs)
+            if self.activity_regularizer is not None:
+                self._regularized_outputs.extend(
+                    t for t in nest.flatten(outputs) if isinstance(t, Tensor))
+                _HOLDING_LOSSES.add(self)
+        finally:
+            if outermost:
+                ctx.outermost_layer = None
+        return _with_mask(self, inputs, outputs, mask)
 
     _autocast = True
     supports_masking = False  # Keras's: True for a layer that passes its input's mask on
@@ -253,7 +345,10 @@ class Layer:
 
     # --- config ----------------------------------------------------------------------------------
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        if self.activity_regularizer is not None:
+            config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
+        return config
 
     @classmethod
     def from_config(cls, config):

@@ -90,15 +90,14 @@ class _Conv(Layer):
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, **kwargs):
-        super().__init__(**_keras_name(kwargs, type(self)))
+        super().__init__(activity_regularizer=activity_regularizer,
+                         **_keras_name(kwargs, type(self)))
         name = type(self).__name__
         if not isinstance(filters, (int, np.integer)) or isinstance(filters, bool) or filters <= 0:
             raise ValueError(f"{name} filters must be a positive integer, got {filters!r}")
         if not isinstance(groups, (int, np.integer)) or groups < 1 or filters % groups:
             raise ValueError(f"{name}: groups ({groups!r}) must be a positive integer that divides "
                              f"filters ({filters})")
-        if activity_regularizer is not None:
-            raise ValueError(f"{name}: activity_regularizer is not supported")
         self.filters = int(filters)
         self.kernel_size = _tuple(kernel_size, self.rank, "kernel_size")
         self.strides = _tuple(strides, self.rank, "strides")

@@ -40,9 +40,9 @@ class Embedding(Layer):
                  **kwargs):
         if input_length is not None and kwargs.get("input_shape") is None:
             kwargs["input_shape"] = (input_length,)  # Keras 2's way of declaring the input
-        super().__init__(**kwargs)
-        if activity_regularizer is not None or lora_rank is not None:
-            raise ValueError(f"{self.name}: activity_regularizer and lora_rank are not supported")
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        if lora_rank is not None:
+            raise ValueError(f"{self.name}: lora_rank is not supported")
         self.input_dim = _positive_int(input_dim, "Embedding input_dim")
         self.output_dim = _positive_int(output_dim, "Embedding output_dim")
         self.embeddings_initializer = initializers.get(embeddings_initializer)

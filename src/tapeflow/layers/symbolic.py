@@ -12,11 +12,19 @@ any trace or tape, in inference mode) on zeros of the inputs' shapes, with
 every unknown size set to 2, and again with 3 when there was one; a size that
 differs between the two is unknown (None) in the output.  The first trial call
 builds the layer, as its first call on data would.
+
+Python's operators on a KerasTensor (``a + b``, ``x[:, :2]``, ``-x``, ``x > 0``)
+and tapeflow's public functions called on one (``tf.concat``, ``tf.nn.relu``:
+``core.symbolic_dispatch``) are layer calls too, of a ``TFOpLambda`` layer
+(``layers.tf_op_layer``); conversions that need values (``np.asarray(x)``,
+``bool(x)``, ``float(x)``) are refused with one message.  ``==`` and ``!=`` stay
+identity comparisons, as in Keras 3.
 """
 
 from .. import backend
 from ..core import nest
 from ..core.context import init_scope
+from ..core.symbolic_dispatch import Symbolic
 from ..core.tensor import Tensor, TensorShape
 from ..dtypes import as_dtype, numpy_dtype
 
@@ -24,13 +32,39 @@ __all__ = ["KerasTensor", "Node", "holds_keras_tensor", "call_on_symbols", "inpu
            "keras_tensors"]
 
 _NOT_DATA = ("{what} is a symbolic tensor of the functional API ({tensor}): it has no values. "
-             "Call layers on it (tf.keras.layers.Add()([a, b]) rather than a + b, "
-             "Concatenate()([a, b]) rather than tf.concat), then make a model with "
+             "Operators and most tf functions on it are recorded as layer calls (a + b, "
+             "x[:, :2], tf.concat([a, b], -1)); wrap code that needs values, or a function "
+             "that is not recorded, in a tf.keras.layers.Lambda.  Then make a model with "
              "tf.keras.Model(inputs, outputs) and call the model on data.")
 
 
-class KerasTensor:
-    """A symbolic tensor: the shape and dtype of a layer's output, and the call that made it."""
+def _recorded(name, operands):
+    # imported here: layers.tf_op_layer's layer class is built on layers.base, which imports
+    # this module
+    from .tf_op_layer import call_operator_on_symbols
+    return call_operator_on_symbols(name, operands)
+
+
+def _operator(name):
+    """A KerasTensor's operator: ``operator.<name>(self, *others)``, recorded as a layer call."""
+    def method(self, *others):
+        return _recorded(name, (self,) + others)
+    method.__name__ = name
+    return method
+
+
+def _reflected(name):
+    """The reflected operator (``2.0 - x``): ``operator.<name>(other, self)``."""
+    def method(self, other):
+        return _recorded(name, (other, self))
+    method.__name__ = f"r{name}"
+    return method
+
+
+class KerasTensor(Symbolic):
+    """A symbolic tensor: the shape and dtype of a layer's output, and the call that made it.
+    Python's operators and tapeflow's public functions on it are recorded as layer calls
+    (``layers.tf_op_layer.TFOpLambda``)."""
 
     def __init__(self, shape, dtype="float32", name=None):
         self._shape = TensorShape(None if d is None else int(d) for d in shape)
@@ -62,13 +96,34 @@ class KerasTensor:
     def _refuse(self, *args, **kwargs):
         raise TypeError(_NOT_DATA.format(what="This", tensor=repr(self)))
 
-    # Operators and conversions would need values: one message that says what to write instead.
+    # Conversions would need values: one message that says what to write instead.
     __array__ = __bool__ = __float__ = __int__ = __index__ = __len__ = __iter__ = _refuse
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
-    __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = __neg__ = _refuse
-    __getitem__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
     numpy = _refuse
+    __array_ufunc__ = None  # numpy scalars and arrays defer to the reflected operators
+    # == and != stay identity (as Keras 3's): KerasTensors are kept in lists and dicts
     __hash__ = object.__hash__
+
+    __add__, __radd__ = _operator("add"), _reflected("add")
+    __sub__, __rsub__ = _operator("sub"), _reflected("sub")
+    __mul__, __rmul__ = _operator("mul"), _reflected("mul")
+    __truediv__, __rtruediv__ = _operator("truediv"), _reflected("truediv")
+    __floordiv__, __rfloordiv__ = _operator("floordiv"), _reflected("floordiv")
+    __mod__, __rmod__ = _operator("mod"), _reflected("mod")
+    __pow__, __rpow__ = _operator("pow"), _reflected("pow")
+    __matmul__, __rmatmul__ = _operator("matmul"), _reflected("matmul")
+    __and__, __rand__ = _operator("and_"), _reflected("and_")
+    __or__, __ror__ = _operator("or_"), _reflected("or_")
+    __xor__, __rxor__ = _operator("xor"), _reflected("xor")
+    __neg__, __abs__, __invert__ = _operator("neg"), _operator("abs"), _operator("invert")
+    __lt__, __le__ = _operator("lt"), _operator("le")
+    __gt__, __ge__ = _operator("gt"), _operator("ge")
+    __getitem__ = _operator("getitem")
+
+    @classmethod
+    def _call_function(cls, name, function, args, kwargs):
+        """A public tapeflow function called on KerasTensors (``core.symbolic_dispatch``)."""
+        from .tf_op_layer import call_function_on_symbols  # as in _recorded
+        return call_function_on_symbols(name, function, args, kwargs)
 
 
 class Node:
@@ -154,7 +209,7 @@ def _trial_call(layer, args, kwargs, size):
     with init_scope():  # data, not ops: outside any trace, tape or accumulator
         try:
             outputs = layer(*args, **kwargs)
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, IndexError) as e:
             raise type(e)(f"{e} (calling {layer.name} on symbolic inputs of shape {shapes}; the "
                           f"call ran on zeros with {size} for each None)") from e
     for t in nest.flatten(outputs):

@@ -27,8 +27,10 @@ from ..core import nest
 from ..core.tensor import Tensor, convert_to_tensor
 from ..layers.core import InputLayer
 from ..layers.symbolic import KerasTensor, keras_tensors
+from ..layers.tf_op_layer import TFOpLambda
 from ..ops.shape import cast
 from ..serialization import deserialize, serialize
+from .call_arguments import SPECIAL, decoded_argument, encode_argument
 from .model import Model
 
 __all__ = ["Functional", "layer_classes", "replay_config"]
@@ -186,9 +188,9 @@ class Functional(Model):
                     "keras_history": history(value)}}
             if isinstance(value, dict):
                 return {k: encode(v) for k, v in value.items()}
-            if isinstance(value, (list, tuple)):
+            if isinstance(value, list):
                 return [encode(v) for v in value]
-            return value
+            return encode_argument(value, encode)  # tuples, slices, constants ...
         layers = []
         for layer in self._tracked_layers:
             nodes = sorted((n for n in layer._inbound_nodes
@@ -249,7 +251,7 @@ def replay_config(config, make_layer, call_function=_call_layer):
     _replay_calls(queues, made, call_function)
     inputs = _decode(config.get("input_layers"), made, leaf_is_triple=True)
     outputs = _decode(config.get("output_layers"), made, leaf_is_triple=True)
-    if _MISSING in nest.flatten(inputs) + nest.flatten(outputs):
+    if _has_missing((inputs, outputs)):
         raise ValueError("the config's input_layers or output_layers name a layer call "
                          "that its layers do not make")
     return inputs, outputs
@@ -261,7 +263,8 @@ def layer_classes():
     from .sequential import Sequential
     known = {n: getattr(layers_module, n) for n in dir(layers_module)
              if isinstance(getattr(layers_module, n), type)}
-    known.update(Model=Model, Sequential=Sequential, Functional=Functional)
+    known.update(Model=Model, Sequential=Sequential, Functional=Functional,
+                 TFOpLambda=TFOpLambda)  # the calls of functions on symbolic tensors
     return known
 
 
@@ -397,6 +400,10 @@ def _checked_value(x, spec, key, model_name):
 _MISSING = object()  # a layer call's output that has not been made yet
 
 
+def _has_missing(structure):
+    return any(x is _MISSING for x in nest.flatten(structure))  # `is`: arrays compare by value
+
+
 def _replay_calls(queues, made, call_function):
     """Call each layer on its saved arguments, a call as soon as the calls making its
     arguments have been made, each layer's calls in their saved order."""
@@ -406,7 +413,7 @@ def _replay_calls(queues, made, call_function):
             while queue:
                 args = _decode(queue[0].get("args", []), made)
                 kwargs = _decode(queue[0].get("kwargs", {}), made)
-                if _MISSING in nest.flatten((args, kwargs)):
+                if _has_missing((args, kwargs)):
                     break
                 if not keras_tensors((args, kwargs)):
                     raise ValueError(f"layer '{name}': a saved call has no symbolic "
@@ -434,6 +441,8 @@ def _decode(value, made, leaf_is_triple=False, depth=0):
                 raise ValueError(f"a saved symbolic tensor has keras_history {history!r}, not "
                                  f"[layer name, node index, output index]")
             return _tensor(history, made)
+        if value.get("class_name") in SPECIAL and not leaf_is_triple:
+            return decoded_argument(value, lambda v: _decode(v, made, False, depth + 1))
         return {k: _decode(v, made, leaf_is_triple, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
         return [_decode(v, made, leaf_is_triple, depth + 1) for v in value]

@@ -38,6 +38,7 @@ from ..ops import random as random_ops
 from ..core.tensor import Tensor
 from ..layers.base import Layer
 from ..ops.arithmetic import add_n
+from ..ops.reduce import reduce_sum
 from ..ops.shape import concat
 from ..tracing.function import function
 from . import data as data_module
@@ -168,15 +169,19 @@ class Model(Layer):
 
     # --- one step --------------------------------------------------------------------------------
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """The compiled loss plus the layers' regularization losses."""
+        """The compiled loss plus ``self.losses`` (the layers' ``add_loss`` losses of this
+        call and the weights' regularization penalties), each summed to a scalar (Keras 3's)."""
+        extra = [loss if not loss.ndim else reduce_sum(loss) for loss in self.losses]
         if self.loss is None:
-            raise ValueError(f"{self.name}: no loss; pass loss= to compile() or override "
-                             f"compute_loss / train_step")
+            if extra:  # a model trained on its add_loss losses alone (Keras 3's)
+                return add_n(extra)
+            raise ValueError(f"{self.name}: no loss; pass loss= to compile(), add losses in a "
+                             f"layer's call with add_loss, or override compute_loss / "
+                             f"train_step")
         if y is None:
             raise ValueError(f"{self.name}: the compiled loss needs targets, but no y was given "
                              f"(pass y to fit/evaluate, or override compute_loss / train_step)")
         total = self.loss(y, y_pred, sample_weight=sample_weight)
-        extra = self.losses
         if extra:
             total = total + add_n(extra)
         return total
@@ -229,7 +234,16 @@ class Model(Layer):
             grads = tape.gradient(loss, variables)
             grads = distribute_training.reduce_gradients(self, grads)  # no-op on one process
             self.optimizer.apply_gradients(zip(grads, variables))
-        return self.compute_metrics(x, y, y_pred, sample_weight, loss)
+        return self._without_traced_losses(self.compute_metrics(x, y, y_pred, sample_weight,
+                                                                loss))
+
+    def _without_traced_losses(self, logs):
+        """``logs``, once a traced step has used its ``losses``: they are let go, so that
+        ``model.losses`` never hands out tensors of a finished trace (an eager step keeps them,
+        as Keras does, until the next call)."""
+        if context().trace is not None:
+            self._clear_losses()
+        return logs
 
     def _output_loss(self, x, y, sample_weight, seen):
         """The compiled loss as an ``optimizers.OutputLoss`` of the outputs on this batch,
@@ -267,7 +281,8 @@ class Model(Layer):
         x, y, sample_weight = _unpack(data)
         y_pred = self(x, training=False)
         loss = self.compute_loss(x, y, y_pred, sample_weight, training=False)
-        return self.compute_metrics(x, y, y_pred, sample_weight, loss)
+        return self._without_traced_losses(self.compute_metrics(x, y, y_pred, sample_weight,
+                                                                loss))
 
     def predict_step(self, data):
         x = data[0] if isinstance(data, (tuple, list)) else data

@@ -9,6 +9,7 @@ import operator
 
 import numpy as np
 
+from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply, apply_binary
 from ..core.registry import Inline, NotDifferentiable, def_primitive, register_gradient
 from ..core.tensor import Tensor, Variable
@@ -50,10 +51,12 @@ ADD = def_primitive("AddV2", operator.add)
 SUB = def_primitive("Sub", operator.sub)
 
 
+@dispatches_symbols("math.add")
 def add(x, y, name=None):
     return _binary(ADD, "add", x, y)
 
 
+@dispatches_symbols("math.subtract")
 def subtract(x, y, name=None):
     return _binary(SUB, "subtract", x, y)
 
@@ -73,10 +76,12 @@ MUL = def_primitive("Mul", operator.mul)
 DIV = def_primitive("RealDiv", _quiet(operator.truediv))
 
 
+@dispatches_symbols("math.multiply")
 def multiply(x, y, name=None):
     return _binary(MUL, "multiply", x, y)
 
 
+@dispatches_symbols("math.divide")
 def divide(x, y, name=None):
     if type(x) is not Tensor or type(y) is not Tensor or x._value.dtype != y._value.dtype:
         x, y = binary_operands("divide", x, y)
@@ -107,10 +112,12 @@ FLOORMOD = def_primitive("FloorMod", _quiet(operator.mod))
 NotDifferentiable("FloorDiv")
 
 
+@dispatches_symbols("math.floordiv")
 def floordiv(x, y, name=None):
     return _binary(FLOORDIV, "floordiv", x, y)
 
 
+@dispatches_symbols("math.floormod")
 def floormod(x, y, name=None):
     return _binary(FLOORMOD, "floormod", x, y)
 
@@ -125,6 +132,7 @@ def _floormod_grad(op, g):
 POW = def_primitive("Pow", _quiet(operator.pow))
 
 
+@dispatches_symbols("math.pow")
 def pow(x, y, name=None):  # noqa: A001 - TensorFlow's name
     return _binary(POW, "pow", x, y)
 
@@ -148,14 +156,17 @@ MINIMUM = def_primitive("Minimum", lambda x, y: array_module(x, y).minimum(x, y)
 SQDIFF = def_primitive("SquaredDifference", lambda x, y: (x - y) * (x - y))
 
 
+@dispatches_symbols("math.maximum")
 def maximum(x, y, name=None):
     return _binary(MAXIMUM, "maximum", x, y)
 
 
+@dispatches_symbols("math.minimum")
 def minimum(x, y, name=None):
     return _binary(MINIMUM, "minimum", x, y)
 
 
+@dispatches_symbols("math.squared_difference")
 def squared_difference(x, y, name=None):
     return _binary(SQDIFF, "squared_difference", x, y)
 
@@ -199,11 +210,13 @@ NEG.specialize = _inline("-{0}")
 ABS = def_primitive("Abs", abs)
 
 
+@dispatches_symbols("math.negative")
 def negative(x, name=None):
     x = x if isinstance(x, Tensor) else _as_tensor(x)
     return apply(NEG, (x,))
 
 
+@dispatches_symbols("math.abs")
 def abs_(x, name=None):
     x = x if isinstance(x, Tensor) else _as_tensor(x)
     return apply(ABS, (x,))
@@ -220,6 +233,7 @@ def _abs_grad(op, g):
     return g * elementwise_ops.sign(x)
 
 
+@dispatches_symbols("math.add_n")
 def add_n(inputs, name=None):
     """The elementwise sum of a list of tensors."""
     inputs = list(inputs)
@@ -255,26 +269,32 @@ def _comparison(op, opname, x, y):
     return apply_binary(op, x, y)
 
 
+@dispatches_symbols("math.equal")
 def equal(x, y, name=None):
     return _comparison(EQUAL, "equal", x, y)
 
 
+@dispatches_symbols("math.not_equal")
 def not_equal(x, y, name=None):
     return _comparison(NOT_EQUAL, "not_equal", x, y)
 
 
+@dispatches_symbols("math.less")
 def less(x, y, name=None):
     return _comparison(LESS, "less", x, y)
 
 
+@dispatches_symbols("math.less_equal")
 def less_equal(x, y, name=None):
     return _comparison(LESS_EQUAL, "less_equal", x, y)
 
 
+@dispatches_symbols("math.greater")
 def greater(x, y, name=None):
     return _comparison(GREATER, "greater", x, y)
 
 
+@dispatches_symbols("math.greater_equal")
 def greater_equal(x, y, name=None):
     return _comparison(GREATER_EQUAL, "greater_equal", x, y)
 
@@ -286,18 +306,22 @@ def _logical_operands(opname, x, y):
     return x, y
 
 
+@dispatches_symbols("math.logical_and")
 def logical_and(x, y, name=None):
     return apply(LOGICAL_AND, _logical_operands("logical_and", x, y))
 
 
+@dispatches_symbols("math.logical_or")
 def logical_or(x, y, name=None):
     return apply(LOGICAL_OR, _logical_operands("logical_or", x, y))
 
 
+@dispatches_symbols("math.logical_xor")
 def logical_xor(x, y, name=None):
     return apply(LOGICAL_XOR, _logical_operands("logical_xor", x, y))
 
 
+@dispatches_symbols("math.logical_not")
 def logical_not(x, name=None):
     x = _as_tensor(x)
     if x._value.dtype.kind != "b":

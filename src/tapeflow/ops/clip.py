@@ -1,4 +1,5 @@
 """Clipping by value and by norm, built from differentiable ops (as TensorFlow's are)."""
+from ..core.symbolic_dispatch import dispatches_symbols
 from ._util import as_tensor
 from .arithmetic import add_n, maximum, minimum
 from .creation import ones_like
@@ -9,6 +10,7 @@ from .shape import where
 __all__ = ["clip_by_value", "clip_by_norm", "clip_by_global_norm", "global_norm"]
 
 
+@dispatches_symbols("clip_by_value")
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     """Elementwise clamp; the gradient passes where ``t`` is inside the range."""
     t = as_tensor(t)

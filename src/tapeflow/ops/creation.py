@@ -9,6 +9,7 @@ the indices it is given.
 import numpy as np
 
 from .. import backend
+from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive
 from ..core.tensor import Tensor, convert_to_tensor
@@ -32,12 +33,14 @@ def ones(shape, dtype=np.float32, name=None):
     return Tensor(backend.device_module().ones(static_shape(shape), dtype=numpy_dtype(dtype)))
 
 
+@dispatches_symbols("zeros_like")
 def zeros_like(input, dtype=None, name=None):  # noqa: A002 - TensorFlow's name
     value = as_tensor(input)._value
     xp = backend.module_of(value)
     return Tensor(xp.zeros(value.shape, dtype=numpy_dtype(dtype) or value.dtype))
 
 
+@dispatches_symbols("ones_like")
 def ones_like(input, dtype=None, name=None):  # noqa: A002
     value = as_tensor(input)._value
     xp = backend.module_of(value)
@@ -74,6 +77,7 @@ def range_(start, limit=None, delta=1, dtype=None, name=None):
     return Tensor(backend.to_device(np.arange(*args).astype(numpy_dtype(dtype))))
 
 
+@dispatches_symbols("one_hot")
 def one_hot(indices, depth, on_value=1.0, off_value=0.0, axis=-1, dtype=np.float32, name=None):
     indices = as_tensor(indices)
     if indices._value.dtype.kind not in "iu":

@@ -9,10 +9,12 @@ import math
 import numpy as np
 
 from .. import backend
+from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply, apply_unary
 from ..core.registry import Inline, NotDifferentiable, def_primitive, register_gradient
 from ..core.tensor import Tensor
 from ._util import array_module, as_tensor
+from ..serialization import snake_case
 # Rules here use ops of other families whose rules use this one's: those ops are
 # reached through their modules, bound when a rule runs (how Python loads a circle).
 from . import arithmetic as arithmetic_ops, shape as shape_ops
@@ -47,7 +49,14 @@ def _unary(opname, forward, *, quiet=False, float_only=True):
         return apply_unary(op, x)
     call.__name__ = call.__qualname__ = opname.lower()
     call.op = op
-    return call
+    return dispatches_symbols(_api_name(opname))(call)
+
+
+def _api_name(opname):
+    """``tf.math.exp``'s name without ``tf.``: what a symbolic call of it is saved as."""
+    name = snake_case(opname)
+    return name if name in ("identity", "stop_gradient") else \
+        f"nn.{name}" if name in ("relu", "relu6", "elu", "selu") else f"math.{name}"
 
 
 def _xp(x):
@@ -297,6 +306,7 @@ def _selu_grad(op, g):
     return g * shape_ops.where(y > 0, _SELU_SCALE, y + _SELU_SCALE * _SELU_ALPHA)
 
 
+@dispatches_symbols("nn.leaky_relu")
 def leaky_relu(features, alpha=0.2, name=None):
     features = as_tensor(features)
     return apply(_LEAKY_RELU, (features,), {"alpha": float(alpha)})

@@ -9,6 +9,7 @@ import string
 
 import numpy as np
 
+from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
 from ..core.registry import Inline, def_primitive, register_gradient
 from ..core.tensor import Tensor
@@ -52,6 +53,7 @@ def _matmul_kernel(in_types, attrs):
 MATMUL.specialize = _matmul_kernel
 
 
+@dispatches_symbols("linalg.matmul")
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
            name=None):
     """Matrix product of the last two axes, broadcasting any leading axes (rank >= 2)."""
@@ -106,6 +108,7 @@ def _matmul_grad(op, g):
     return ga, gb
 
 
+@dispatches_symbols("tensordot")
 def tensordot(a, b, axes, name=None):
     a, b = binary_operands("tensordot", a, b)
     if isinstance(axes, int):
@@ -126,6 +129,7 @@ EINSUM = def_primitive("Einsum", lambda *xs, equation: array_module(*xs).einsum(
     equation, *xs, optimize=len(xs) > 2))
 
 
+@dispatches_symbols("einsum")
 def einsum(equation, *inputs, **kwargs):
     """Einstein summation; ``...`` is expanded to named axes before recording."""
     tensors = list(inputs)

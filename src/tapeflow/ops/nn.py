@@ -6,6 +6,7 @@ cheap); the losses are written in ops whose gradients are already exact.
 import numpy as np
 
 from .. import backend
+from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.context import context
 from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive, register_gradient
@@ -42,12 +43,14 @@ SOFTMAX = def_primitive("Softmax", _softmax_forward)
 LOG_SOFTMAX = def_primitive("LogSoftmax", _log_softmax_forward)
 
 
+@dispatches_symbols("nn.softmax")
 def softmax(logits, axis=-1, name=None):
     logits = as_tensor(logits)
     axis = one_axis(axis, logits._value.ndim, "softmax")
     return apply(SOFTMAX, (logits,), {"axis": axis})
 
 
+@dispatches_symbols("nn.log_softmax")
 def log_softmax(logits, axis=-1, name=None):
     logits = as_tensor(logits)
     axis = one_axis(axis, logits._value.ndim, "log_softmax")
@@ -134,11 +137,13 @@ CHECK_CLASS_INDICES = def_primitive("CheckClassIndices", _checked_class_indices)
 NotDifferentiable("CheckClassIndices")  # class indices: nothing to differentiate
 
 
+@dispatches_symbols("nn.l2_loss")
 def l2_loss(t, name=None):
     t = as_tensor(t)
     return reduce_sum(t * t) / 2.0
 
 
+@dispatches_symbols("math.l2_normalize")
 def l2_normalize(x, axis=None, epsilon=1e-12, name=None):
     x = as_tensor(x)
     sq = reduce_sum(x * x, axis=axis, keepdims=True)
@@ -167,15 +172,18 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
     return out + offset if offset is not None else out
 
 
+@dispatches_symbols("nn.bias_add")
 def bias_add(value, bias, name=None):
     return as_tensor(value) + bias
 
 
+@dispatches_symbols("nn.silu")
 def silu(features, beta=1.0):
     features = as_tensor(features)
     return features * sigmoid(beta * features)
 
 
+@dispatches_symbols("nn.gelu")
 def gelu(features, approximate=False, name=None):
     x = as_tensor(features)
     if approximate:

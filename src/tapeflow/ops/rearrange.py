@@ -6,6 +6,7 @@ of indexing, reshapes and broadcasts, whose rules are checked with theirs.
 """
 import numpy as np
 
+from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
 from ..core.registry import def_primitive, register_gradient
 from ..core.tensor import Tensor
@@ -19,6 +20,7 @@ __all__ = ["roll", "repeat", "meshgrid", "matrix_diag", "matrix_diag_part"]
 ROLL = def_primitive("Roll", lambda x, shift, axes: array_module(x).roll(x, shift, axes))
 
 
+@dispatches_symbols("roll")
 def roll(input, shift, axis, name=None):  # noqa: A002 - TensorFlow's name
     """Shift elements along ``axis`` by ``shift`` (both an int or lists of one length), with
     wrap-around; shifts of a repeated axis add up."""
@@ -44,6 +46,7 @@ def _host(value):
 
 
 # --- repeat ---------------------------------------------------------------------------------------
+@dispatches_symbols("repeat")
 def repeat(input, repeats, axis=None, name=None):  # noqa: A002
     """Repeat each element (``axis=None``: of the flattened input) ``repeats`` times; ``repeats``
     is an int or one count per element along ``axis``."""

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
 from ..core.registry import Inline, NotDifferentiable, def_primitive, register_gradient
 
@@ -114,30 +115,37 @@ def _reduce(op, input_tensor, axis, keepdims):
     return apply(op, (x,), {"axes": axes, "keepdims": bool(keepdims)})
 
 
+@dispatches_symbols("math.reduce_sum")
 def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
     return _reduce(SUM, input_tensor, axis, keepdims)
 
 
+@dispatches_symbols("math.reduce_mean")
 def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
     return _reduce(MEAN, input_tensor, axis, keepdims)
 
 
+@dispatches_symbols("math.reduce_max")
 def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
     return _reduce(MAX, input_tensor, axis, keepdims)
 
 
+@dispatches_symbols("math.reduce_min")
 def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
     return _reduce(MIN, input_tensor, axis, keepdims)
 
 
+@dispatches_symbols("math.reduce_prod")
 def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
     return _reduce(PROD, input_tensor, axis, keepdims)
 
 
+@dispatches_symbols("math.reduce_any")
 def reduce_any(input_tensor, axis=None, keepdims=False, name=None):
     return _reduce(ANY, input_tensor, axis, keepdims)
 
 
+@dispatches_symbols("math.reduce_all")
 def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
     return _reduce(ALL, input_tensor, axis, keepdims)
 
@@ -250,6 +258,7 @@ def _products_of_others(flat):
     return whole[..., :k]
 
 
+@dispatches_symbols("math.reduce_logsumexp")
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     x = as_tensor(input_tensor)
     m = elementwise_ops.stop_gradient(reduce_max(x, axis=axis, keepdims=True))
@@ -264,6 +273,7 @@ def squeeze_axes(t, ndim, axis):
     return shape_ops.reshape(t, keep)
 
 
+@dispatches_symbols("math.reduce_variance")
 def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
     x = as_tensor(input_tensor)
     mean = reduce_mean(x, axis=axis, keepdims=True)
@@ -271,10 +281,12 @@ def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
     return reduce_mean(d * d, axis=axis, keepdims=keepdims)
 
 
+@dispatches_symbols("math.reduce_std")
 def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
     return elementwise_ops.sqrt(reduce_variance(input_tensor, axis=axis, keepdims=keepdims))
 
 
+@dispatches_symbols("norm")
 def norm(tensor, ord="euclidean", axis=None, keepdims=False, name=None):  # noqa: A002
     """Vector norms (euclidean, 1, inf, or any p > 0) over ``axis``; 'fro' for matrices."""
     x = as_tensor(tensor)
@@ -303,11 +315,13 @@ ARGMAX = def_primitive("ArgMax", _arg(lambda xp, x, a: xp.argmax(x, axis=a)))
 ARGMIN = def_primitive("ArgMin", _arg(lambda xp, x, a: xp.argmin(x, axis=a)))
 
 
+@dispatches_symbols("math.argmax")
 def argmax(input, axis=None, output_type=np.int64, name=None):  # noqa: A002
     x = as_tensor(input)
     return shape_ops.cast(apply(ARGMAX, (x,), {"axis": 0 if axis is None else int(axis)}), output_type)
 
 
+@dispatches_symbols("math.argmin")
 def argmin(input, axis=None, output_type=np.int64, name=None):  # noqa: A002
     x = as_tensor(input)
     return shape_ops.cast(apply(ARGMIN, (x,), {"axis": 0 if axis is None else int(axis)}), output_type)
@@ -342,12 +356,14 @@ CUMPROD = def_primitive("Cumprod", lambda x, axis, exclusive, reverse: _cumulati
     x, axis, exclusive, reverse, "prod"))
 
 
+@dispatches_symbols("math.cumsum")
 def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
     x = as_tensor(x)
     axis = one_axis(axis, x._value.ndim, "cumsum")
     return apply(CUMSUM, (x,), {"axis": axis, "exclusive": bool(exclusive), "reverse": bool(reverse)})
 
 
+@dispatches_symbols("math.cumprod")
 def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
     x = as_tensor(x)
     axis = one_axis(axis, x._value.ndim, "cumprod")

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive, register_gradient
 from ..core.tensor import Tensor, convert_to_tensor, lift
@@ -30,6 +31,7 @@ __all__ = [
 RESHAPE = def_primitive("Reshape", lambda x, shape: x.reshape(shape))
 
 
+@dispatches_symbols("reshape")
 def reshape(tensor, shape, name=None):
     tensor = as_tensor(tensor)
     shape = requested = static_shape(shape)
@@ -60,6 +62,7 @@ def _reshape_grad(op, g):
 TRANSPOSE = def_primitive("Transpose", lambda x, perm: array_module(x).transpose(x, perm))
 
 
+@dispatches_symbols("transpose")
 def transpose(a, perm=None, conjugate=False, name=None):
     a = as_tensor(a)
     n = a._value.ndim
@@ -97,6 +100,7 @@ def moveaxis(a, source, destination):
     return transpose(a, perm)
 
 
+@dispatches_symbols("expand_dims")
 def expand_dims(input, axis, name=None):  # noqa: A002 - TensorFlow's name
     input = as_tensor(input)
     shape = list(input._value.shape)
@@ -109,6 +113,7 @@ def expand_dims(input, axis, name=None):  # noqa: A002 - TensorFlow's name
     return reshape(input, shape)
 
 
+@dispatches_symbols("squeeze")
 def squeeze(input, axis=None, name=None):  # noqa: A002
     input = as_tensor(input)
     shape = input._value.shape
@@ -131,6 +136,7 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
 CONCAT = def_primitive("ConcatV2", lambda *xs, axis: array_module(*xs).concatenate(xs, axis=axis))
 
 
+@dispatches_symbols("concat")
 def concat(values, axis, name=None):
     values = _same_dtype("concat", values)
     if len(values) == 1:
@@ -173,6 +179,7 @@ def _concat_grad(op, g):
     return grads
 
 
+@dispatches_symbols("stack")
 def stack(values, axis=0, name=None):
     values = _same_dtype("stack", values)
     shape = values[0]._value.shape
@@ -206,6 +213,7 @@ def _unpack_grad(op, *grads):
     return concat([g[(Ellipsis, None) + tail] for g in grads], axis)
 
 
+@dispatches_symbols("unstack")
 def unstack(value, num=None, axis=0, name=None):
     """The slices of ``value`` along ``axis``, as a list (``tf.unstack``)."""
     value = as_tensor(value)
@@ -221,6 +229,7 @@ def unstack(value, num=None, axis=0, name=None):
     return list(apply(UNPACK, (value,), {"axis": axis, "num": n}))
 
 
+@dispatches_symbols("split")
 def split(value, num_or_size_splits, axis=0, num=None, name=None):
     value = as_tensor(value)
     axis = int(axis) % value._value.ndim
@@ -395,6 +404,7 @@ def _scatter_add_grad(op, g):
     return apply(GATHER, (g, op.inputs[1]), {"axis": op.get_attr("axis")}), None
 
 
+@dispatches_symbols("gather")
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
     """``params[..., indices, ...]`` along ``axis`` (0 by default), as ``tf.gather``: the result
     has shape ``params.shape[:axis] + indices.shape + params.shape[axis + 1:]``.  Indices are
@@ -428,6 +438,7 @@ PAD = def_primitive("PadV2", lambda x, paddings, constant_values: array_module(x
     x, paddings, mode="constant", constant_values=constant_values))
 
 
+@dispatches_symbols("pad")
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     tensor = as_tensor(tensor)
     if str(mode).upper() != "CONSTANT":
@@ -450,6 +461,7 @@ def _pad_grad(op, g):
 TILE = def_primitive("Tile", lambda x, multiples: array_module(x).tile(x, multiples))
 
 
+@dispatches_symbols("tile")
 def tile(input, multiples, name=None):  # noqa: A002
     input = as_tensor(input)
     multiples = tuple(int(m) for m in np.asarray(multiples).tolist())
@@ -478,6 +490,7 @@ def _broadcast_to_forward(x, shape):
 BROADCAST_TO = def_primitive("BroadcastTo", _broadcast_to_forward)
 
 
+@dispatches_symbols("broadcast_to")
 def broadcast_to(input, shape, name=None):  # noqa: A002
     input = as_tensor(input)
     shape = static_shape(shape)
@@ -494,6 +507,7 @@ def _broadcast_to_grad(op, g):
 REVERSE = def_primitive("ReverseV2", lambda x, axes: array_module(x).flip(x, axes))
 
 
+@dispatches_symbols("reverse")
 def reverse(tensor, axis, name=None):
     tensor = as_tensor(tensor)
     return apply(REVERSE, (tensor,), {"axes": norm_axes(axis, tensor._value.ndim)})
@@ -520,6 +534,7 @@ def _select_kernel(in_types, attrs):
 SELECT.specialize = _select_kernel
 
 
+@dispatches_symbols("where")
 def where(condition, x=None, y=None, name=None):
     """Elementwise ``x if condition else y`` (broadcasting); with one argument, the
     coordinates of the true elements."""
@@ -549,6 +564,7 @@ def _select_grad(op, g):
 CAST = def_primitive("Cast", lambda x, dtype: x.astype(dtype))
 
 
+@dispatches_symbols("cast")
 def cast(x, dtype, name=None):
     x = as_tensor(x)
     dtype = numpy_dtype(dtype)

@@ -16,6 +16,7 @@ and both broadcast the indices over leading (jacobian) axes.
 """
 import numpy as np
 
+from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive, register_gradient
 from ..core.tensor import Tensor
@@ -53,12 +54,14 @@ def _checked(values, axis, direction, opname):
     return values, axis
 
 
+@dispatches_symbols("argsort")
 def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
     """int32 indices that sort ``values`` along ``axis`` (always a stable order here)."""
     values, axis = _checked(values, axis, direction, "argsort")
     return apply(ARGSORT, (values,), {"axis": axis, "descending": direction == "DESCENDING"})
 
 
+@dispatches_symbols("sort")
 def sort(values, axis=-1, direction="ASCENDING", name=None):
     """``values`` sorted along ``axis``; differentiable (a gather by ``argsort``)."""
     values, axis = _checked(values, axis, direction, "sort")

@@ -9,6 +9,7 @@ gradient back to each input's shape.
 """
 import numpy as np
 
+from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive, register_gradient
 from ._util import array_module, as_tensor, binary_operands
@@ -67,6 +68,7 @@ XDIVY = def_primitive("Xdivy", _guarded(_xdivy))
 
 
 # --- divide_no_nan, multiply_no_nan ---------------------------------------------------------
+@dispatches_symbols("math.divide_no_nan")
 def divide_no_nan(x, y, name=None):
     """``x / y``, and 0 wherever ``y`` is 0 (even where ``x`` is 0, inf or nan)."""
     return apply(DIV_NO_NAN, _float_operands("divide_no_nan", x, y))
@@ -96,6 +98,7 @@ def _mul_no_nan_grad(op, g):
 
 
 # --- xlogy, xlog1py, xdivy --------------------------------------------------------------------
+@dispatches_symbols("math.xlogy")
 def xlogy(x, y, name=None):
     """``x * log(y)``, and 0 wherever ``x`` is 0 (even where ``y`` is 0)."""
     return apply(XLOGY, _float_operands("xlogy", x, y))
@@ -145,6 +148,7 @@ def _xdivy_grad(op, g):
 ATAN2 = def_primitive("Atan2", lambda y, x: array_module(y, x).arctan2(y, x))
 
 
+@dispatches_symbols("math.atan2")
 def atan2(y, x, name=None):
     """The angle of the point (x, y), elementwise, in [-pi, pi] (note the argument order)."""
     return apply(ATAN2, _float_operands("atan2", y, x))
@@ -180,6 +184,7 @@ def _acosh_forward(x):
 ACOSH = def_primitive("Acosh", _acosh_forward)
 
 
+@dispatches_symbols("math.acosh")
 def acosh(x, name=None):
     """Inverse hyperbolic cosine (nan below 1)."""
     x = as_tensor(x)
@@ -196,6 +201,7 @@ def _acosh_grad(op, g):
 
 
 # --- reduce_euclidean_norm ------------------------------------------------------------------------
+@dispatches_symbols("math.reduce_euclidean_norm")
 def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
     """``sqrt(sum(x ** 2))`` over ``axis``; integer tensors give an integer result (truncated),
     as in TensorFlow."""
