@@ -23,6 +23,7 @@ from .core.context import init_scope  # noqa: F401
 from .tracing import TensorSpec, TraceError, function  # noqa: F401
 from .tracing import autograph  # noqa: F401
 from .tracing.control_flow import cond, map_fn, while_loop  # noqa: F401
+from .tracing.switch import case, switch_case  # noqa: F401
 from . import debugging, errors  # noqa: F401
 from .tensor_array import TensorArray  # noqa: F401
 from .debugging import Assert, assert_equal, assert_greater, assert_less, assert_rank  # noqa: F401
