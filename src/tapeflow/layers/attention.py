@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .. import backend, initializers, regularizers
+from .. import backend, constraints, initializers, regularizers
 from ..core.tensor import Tensor, convert_to_tensor
 from ..ops.arithmetic import logical_and
 from ..ops.elementwise import tanh
@@ -263,8 +263,8 @@ class MultiHeadAttention(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = kernel_constraint
-        self.bias_constraint = bias_constraint
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.seed = seed
 
     def build(self, query_shape, value_shape=None, key_shape=None):
@@ -343,7 +343,9 @@ class MultiHeadAttention(Layer):
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
                 "kernel_regularizer": _maybe(self.kernel_regularizer),
-                "bias_regularizer": _maybe(self.bias_regularizer), "seed": self.seed}
+                "bias_regularizer": _maybe(self.bias_regularizer),
+                "kernel_constraint": constraints.serialize(self.kernel_constraint),
+                "bias_constraint": constraints.serialize(self.bias_constraint), "seed": self.seed}
 
 
 def _keep_mask(masks, scores, attention_mask, use_causal_mask):

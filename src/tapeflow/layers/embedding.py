@@ -7,7 +7,7 @@ masks the steps whose features all equal ``mask_value``.
 """
 import numpy as np
 
-from .. import backend, initializers, regularizers
+from .. import backend, constraints, initializers, regularizers
 from ..core.tensor import Tensor
 from ..ops.arithmetic import not_equal
 from ..ops.reduce import reduce_any
@@ -47,7 +47,7 @@ class Embedding(Layer):
         self.output_dim = _positive_int(output_dim, "Embedding output_dim")
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
-        self.embeddings_constraint = embeddings_constraint
+        self.embeddings_constraint = constraints.get(embeddings_constraint)
         self.mask_zero = bool(mask_zero)
         self.input_length = input_length
         # Keras's weights=[table] (a pretrained table, often with trainable=False)
@@ -100,6 +100,7 @@ class Embedding(Layer):
                 "output_dim": self.output_dim,
                 "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
                 "embeddings_regularizer": None if reg is None else serialize(reg),
+                "embeddings_constraint": constraints.serialize(self.embeddings_constraint),
                 "mask_zero": self.mask_zero, "input_length": self.input_length}
 
 

@@ -11,6 +11,7 @@ penalty.
 """
 
 
+from .. import constraints, initializers, regularizers
 from ..core.context import context
 from ..core.tensor import Tensor
 from ..ops.elementwise import rsqrt
@@ -26,18 +27,18 @@ class BatchNormalization(Layer):
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones",
-                 moving_mean_initializer="zeros", moving_variance_initializer="ones", **kwargs):
+                 moving_mean_initializer="zeros", moving_variance_initializer="ones",
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
         self.axis = int(axis)
         self.momentum = float(momentum)
         self.epsilon = float(epsilon)
-        self.center = bool(center)
-        self.scale = bool(scale)
-        self.beta_initializer = beta_initializer
-        self.gamma_initializer = gamma_initializer
-        self.moving_mean_initializer = moving_mean_initializer
-        self.moving_variance_initializer = moving_variance_initializer
-        self.gamma = self.beta = None
+        _set_affine_arguments(self, center, scale, beta_initializer, gamma_initializer,
+                              beta_regularizer, gamma_regularizer, beta_constraint,
+                              gamma_constraint)
+        self.moving_mean_initializer = initializers.get(moving_mean_initializer)
+        self.moving_variance_initializer = initializers.get(moving_variance_initializer)
 
     def build(self, input_shape):
         ndim = len(input_shape)
@@ -46,10 +47,7 @@ class BatchNormalization(Layer):
         self._reduction_axes = [i for i in range(ndim) if i != axis]
         self._broadcast_shape = [1] * ndim
         self._broadcast_shape[axis] = dim
-        if self.scale:
-            self.gamma = self.add_weight("gamma", (dim,), self.gamma_initializer)
-        if self.center:
-            self.beta = self.add_weight("beta", (dim,), self.beta_initializer)
+        _add_affine_weights(self, (dim,))
         self.moving_mean = self.add_weight("moving_mean", (dim,), self.moving_mean_initializer,
                                            trainable=False)
         self.moving_variance = self.add_weight("moving_variance", (dim,),
@@ -89,8 +87,11 @@ class BatchNormalization(Layer):
         return tuple(input_shape)
 
     def get_config(self):
+        init = initializers.serialize
         return {**super().get_config(), "axis": self.axis, "momentum": self.momentum,
-                "epsilon": self.epsilon, "center": self.center, "scale": self.scale}
+                "epsilon": self.epsilon, **_affine_config(self),
+                "moving_mean_initializer": init(self.moving_mean_initializer),
+                "moving_variance_initializer": init(self.moving_variance_initializer)}
 
 
 
@@ -102,25 +103,21 @@ class LayerNormalization(Layer):
     supports_masking = True  # a mask on the input passes through, as in Keras
 
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
-                 beta_initializer="zeros", gamma_initializer="ones", **kwargs):
+                 beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
+                 gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
         self.axis = tuple(axis) if isinstance(axis, (list, tuple)) else (int(axis),)
         self.epsilon = float(epsilon)
-        self.center = bool(center)
-        self.scale = bool(scale)
-        self.beta_initializer = beta_initializer
-        self.gamma_initializer = gamma_initializer
-        self.gamma = self.beta = None
+        _set_affine_arguments(self, center, scale, beta_initializer, gamma_initializer,
+                              beta_regularizer, gamma_regularizer, beta_constraint,
+                              gamma_constraint)
 
     def build(self, input_shape):
         ndim = len(input_shape)
         self._axes = sorted(a % ndim for a in self.axis)
         shape = tuple(input_shape[a] for a in self._axes)
         self._broadcast_shape = [input_shape[i] if i in self._axes else 1 for i in range(ndim)]
-        if self.scale:
-            self.gamma = self.add_weight("gamma", shape, self.gamma_initializer)
-        if self.center:
-            self.beta = self.add_weight("beta", shape, self.beta_initializer)
+        _add_affine_weights(self, shape)
         self.built = True
 
     def call(self, inputs):
@@ -137,4 +134,39 @@ class LayerNormalization(Layer):
 
     def get_config(self):
         return {**super().get_config(), "axis": list(self.axis), "epsilon": self.epsilon,
-                "center": self.center, "scale": self.scale}
+                **_affine_config(self)}
+
+
+# --- gamma and beta: the arguments both layers share -------------------------------------------
+def _set_affine_arguments(layer, center, scale, beta_initializer, gamma_initializer,
+                          beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint):
+    layer.center = bool(center)
+    layer.scale = bool(scale)
+    layer.beta_initializer = initializers.get(beta_initializer)
+    layer.gamma_initializer = initializers.get(gamma_initializer)
+    layer.beta_regularizer = regularizers.get(beta_regularizer)
+    layer.gamma_regularizer = regularizers.get(gamma_regularizer)
+    layer.beta_constraint = constraints.get(beta_constraint)
+    layer.gamma_constraint = constraints.get(gamma_constraint)
+    layer.gamma = layer.beta = None
+
+
+def _add_affine_weights(layer, shape):
+    if layer.scale:
+        layer.gamma = layer.add_weight("gamma", shape, layer.gamma_initializer,
+                                       regularizer=layer.gamma_regularizer,
+                                       constraint=layer.gamma_constraint)
+    if layer.center:
+        layer.beta = layer.add_weight("beta", shape, layer.beta_initializer,
+                                      regularizer=layer.beta_regularizer,
+                                      constraint=layer.beta_constraint)
+
+
+def _affine_config(layer):
+    return {"center": layer.center, "scale": layer.scale,
+            "beta_initializer": initializers.serialize(layer.beta_initializer),
+            "gamma_initializer": initializers.serialize(layer.gamma_initializer),
+            "beta_regularizer": regularizers.serialize(layer.beta_regularizer),
+            "gamma_regularizer": regularizers.serialize(layer.gamma_regularizer),
+            "beta_constraint": constraints.serialize(layer.beta_constraint),
+            "gamma_constraint": constraints.serialize(layer.gamma_constraint)}
