@@ -65,7 +65,10 @@ class Normalization(Layer):
         return tuple(input_shape)
 
     def get_config(self):
-        return {**super().get_config(), "axis": self.axis}
+        # the statistics given to the constructor, as Keras 3's (adapted ones are weights)
+        return {**super().get_config(), "axis": self.axis,
+                "mean": None if self._init_mean is None else self._init_mean.tolist(),
+                "variance": None if self._init_variance is None else self._init_variance.tolist()}
 
 
 class Rescaling(Layer):
