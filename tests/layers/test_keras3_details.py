@@ -49,3 +49,107 @@ def test_hard_sigmoid_by_name_and_gradients():
     x = np.array([-4.0, -2.5, -0.5, 1.0, 2.5, 4.0])
     check_grads(activations.hard_sigmoid, [x])
     check_grads(activations.hard_silu, [x])
+
+
+# --- losses: keras/src/losses/loss_test.py and losses_test.py ------------------------------------
+class ExampleLoss(tf.keras.losses.Loss):
+    def call(self, y_true, y_pred):
+        return (y_true - y_pred) ** 2
+
+
+Y_TRUE = np.array([1.0, 0.0, 1.0, 0.0])
+Y_PRED = np.array([0.1, 0.2, 0.3, 0.4])
+
+
+def test_loss_dtype_arg():  # Keras: LossTest::test_dtype_arg (and test_reduction's float32)
+    loss = ExampleLoss(dtype="float16")(Y_TRUE.astype("float32"), Y_PRED.astype("float32"))
+    assert loss.dtype == tf.float16
+    for reduction, expected in ((None, (Y_TRUE - Y_PRED) ** 2),
+                                ("sum", np.sum((Y_TRUE - Y_PRED) ** 2)),
+                                ("sum_over_batch_size", np.sum((Y_TRUE - Y_PRED) ** 2) / 4)):
+        loss = ExampleLoss(reduction=reduction, dtype="float32")(Y_TRUE, Y_PRED)
+        assert loss.dtype == tf.float32
+        np.testing.assert_allclose(loss.numpy(), expected, rtol=1e-6)
+    mse = tf.keras.losses.MeanSquaredError(dtype="float32")
+    assert mse(Y_TRUE, Y_PRED).dtype == tf.float32
+    assert mse.get_config()["dtype"] == "float32"
+    assert tf.keras.losses.MeanSquaredError.from_config(mse.get_config()).dtype == "float32"
+
+
+def test_loss_mixed_dtypes():  # Keras: LossTest::test_mixed_dtypes
+    sample_weight = np.array([0.4, 0.3, 0.2, 0.1], dtype="float64")
+    y_true = Y_TRUE.astype("int32")
+    y_pred = Y_PRED.astype("float32")
+    loss = ExampleLoss()(y_true, y_pred, sample_weight=sample_weight)
+    assert loss.dtype == tf.float32
+    np.testing.assert_allclose(loss.numpy(), np.sum(sample_weight * (y_true - y_pred) ** 2) / 4,
+                               rtol=1e-6)
+
+
+def _masked(values, mask):
+    tensor = tf.constant(values)
+    tensor._keras_mask = tf.constant(mask)
+    return tensor
+
+
+def test_loss_mask():  # Keras: LossTest::test_mask
+    y_pred = _masked(Y_PRED, [True, False, True, True])
+    loss = ExampleLoss()(tf.constant(Y_TRUE), y_pred)
+    masked_true, masked_pred = np.array([1.0, 1.0, 0.0]), np.array([0.1, 0.3, 0.4])
+    np.testing.assert_allclose(loss.numpy(), np.sum((masked_true - masked_pred) ** 2) / 3,
+                               rtol=1e-6)
+    everything_masked = _masked(Y_PRED, [False] * 4)
+    assert ExampleLoss()(tf.constant(Y_TRUE), everything_masked).numpy() == 0  # no NaN
+
+
+def test_loss_mask_and_sample_weight():
+    # Keras: LossTest::test_mask_and_sample_weight, test_rank_adjustment ("mask", "ys")
+    sample_weight = np.array([0.4, 0.3, 0.2, 0.1])
+    expected = np.sum(np.array([0.4, 0.2, 0.1]) * (np.array([1.0, 1.0, 0.0]) -
+                                                   np.array([0.1, 0.3, 0.4])) ** 2) / 3
+    mask = np.array([True, False, True, True])
+    for y_true, y_pred, m in ((Y_TRUE, Y_PRED, mask), (Y_TRUE, Y_PRED, mask[:, None]),
+                              (Y_TRUE[:, None], Y_PRED[:, None], mask)):
+        loss = ExampleLoss()(tf.constant(y_true), _masked(y_pred, m), sample_weight=sample_weight)
+        np.testing.assert_allclose(loss.numpy(), expected, rtol=1e-6)
+    # the fast path of a built-in loss honours the mask too
+    loss = tf.keras.losses.MeanSquaredError()(Y_TRUE[:, None], _masked(Y_PRED[:, None], mask))
+    np.testing.assert_allclose(loss.numpy(), np.sum((np.array([1.0, 1.0, 0.0]) -
+                                                     np.array([0.1, 0.3, 0.4])) ** 2) / 3)
+
+
+def test_sparse_categorical_crossentropy_ignore_class():
+    # Keras: SparseCategoricalCrossentropyTest::test_ignore_class
+    logits = np.array([[[0.854, 0.698, 0.598], [0.088, 0.86, 0.018]]])
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1,
+                                                            reduction=None)
+    for y_true in (np.array([[-1, 2]]), np.array([[[-1], [2]]])):
+        np.testing.assert_allclose(loss_fn(y_true, logits).numpy(), [[0.0, 1.480129]],
+                                   rtol=1e-6)
+    # reduced, the mean is over the one kept label; the config carries ignore_class
+    mean = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)
+    np.testing.assert_allclose(mean(np.array([[-1, 2]]), logits).numpy(), 1.480129, rtol=1e-6)
+    assert mean.get_config()["ignore_class"] == -1
+    # no gradient reaches the ignored position's logits
+    logits_t = tf.constant(logits)
+    with tf.GradientTape() as tape:
+        tape.watch(logits_t)
+        value = mean(np.array([[-1, 2]]), logits_t)
+    grad = tape.gradient(value, logits_t).numpy()
+    np.testing.assert_array_equal(grad[0, 0], 0.0)
+    assert np.all(grad[0, 1] != 0.0)
+
+
+def test_fit_and_evaluate_leave_masked_steps_out_of_the_loss():
+    # Keras 3: Loss.__call__ reads y_pred's mask (LossTest::test_mask), so fit's loss is the mean
+    # over the steps Embedding(mask_zero=True) keeps
+    x = np.array([[1, 2, 0, 0], [3, 0, 0, 0]])
+    y = np.arange(8, dtype=np.float32).reshape(2, 4, 1) / 8
+    model = tf.keras.Sequential([tf.keras.layers.Embedding(4, 2, mask_zero=True),
+                                 tf.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    per_step = ((model(x).numpy() - y) ** 2)[..., 0]
+    expected = per_step[x != 0].mean()
+    np.testing.assert_allclose(model.evaluate(x, y, verbose=0), expected, rtol=1e-5)
+    np.testing.assert_allclose(model.fit(x, y, epochs=1, verbose=0).history["loss"][0], expected,
+                               rtol=1e-5)
