@@ -153,3 +153,38 @@ def test_fit_and_evaluate_leave_masked_steps_out_of_the_loss():
     np.testing.assert_allclose(model.evaluate(x, y, verbose=0), expected, rtol=1e-5)
     np.testing.assert_allclose(model.fit(x, y, epochs=1, verbose=0).history["loss"][0], expected,
                                rtol=1e-5)
+
+
+# --- a mask passed by position: Keras 3's Layer.__call__ binds it by call's signature ------------
+class _MaskReader(tf.keras.layers.Layer):
+    supports_masking = True
+
+    def call(self, inputs, mask=None):
+        self.seen = None if mask is None else np.asarray(mask.numpy() if hasattr(mask, "numpy")
+                                                         else mask)
+        return inputs * 1.0  # a new tensor: the input's own mask stays on the input
+
+
+def test_mask_passed_by_position():
+    # Keras: layers/core/masking_test.py::test_masking_correctness (TestLayer.call(inputs, mask))
+    x = np.array([[[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]],
+                  [[2.0, 2.0], [0.0, 0.0], [2.0, 1.0]]], np.float32)
+    expected_mask = [[False, True, False], [True, False, True]]
+    masked = tf.keras.layers.Masking(mask_value=0.0)(x)  # carries its own mask
+    layer = _MaskReader()
+    given = tf.constant(np.array([[True, True, True], [False, False, True]]))
+    out = layer(masked, given)  # the positional mask wins over the input's, as mask=given would
+    np.testing.assert_array_equal(layer.seen, given.numpy())
+    np.testing.assert_array_equal(out._keras_mask.numpy(), given.numpy())
+    layer(masked)
+    np.testing.assert_array_equal(layer.seen, expected_mask)
+    lstm = tf.keras.layers.LSTM(2, return_sequences=True)
+    by_position = lstm(tf.constant(x), given)
+    by_keyword = lstm(tf.constant(x), mask=given)
+    np.testing.assert_allclose(by_position.numpy(), by_keyword.numpy())
+    np.testing.assert_array_equal(by_position._keras_mask.numpy(), given.numpy())
+
+
+def test_too_many_positional_arguments_name_the_layer():
+    with pytest.raises(TypeError, match="dense.*call takes inputs and 0 more"):
+        tf.keras.layers.Dense(2, name="dense")(np.ones((1, 3), np.float32), None)
