@@ -188,3 +188,31 @@ def test_mask_passed_by_position():
 def test_too_many_positional_arguments_name_the_layer():
     with pytest.raises(TypeError, match="dense.*call takes inputs and 0 more"):
         tf.keras.layers.Dense(2, name="dense")(np.ones((1, 3), np.float32), None)
+
+
+# --- Masking: keras/src/layers/core/masking_test.py ------------------------------------------------
+MASKING_X = np.array([[[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]],
+                      [[2.0, 2.0], [0.0, 0.0], [2.0, 1.0]]])
+MASKING_EXPECTED = [[False, True, False], [True, False, True]]
+
+
+def test_masking_on_integers():  # Keras: MaskingTest::test_masking_correctness, on int data
+    x = tf.constant(MASKING_X.astype(np.int32))
+    out = tf.keras.layers.Masking(mask_value=0.0)(x)
+    assert out.dtype == tf.int32
+    np.testing.assert_array_equal(out._keras_mask.numpy(), MASKING_EXPECTED)
+    np.testing.assert_array_equal(out.numpy(), MASKING_X.astype(np.int32))
+    half = tf.keras.layers.Masking(mask_value=0.5)(x)  # no integer equals 0.5: nothing masked
+    assert half._keras_mask.numpy().all()
+
+
+def test_masking_with_tensor():  # Keras: MaskingTest::test_masking_with_tensor
+    masking = tf.keras.layers.Masking(mask_value=tf.constant([0.0]))
+    model = tf.keras.Sequential([masking, tf.keras.layers.LSTM(1)])
+    model(MASKING_X.astype(np.float32))
+    np.testing.assert_array_equal(masking.compute_mask(tf.constant(MASKING_X)).numpy(),
+                                  MASKING_EXPECTED)
+    clone = tf.keras.layers.Masking.from_config(masking.get_config())
+    assert clone.mask_value == 0.0
+    with pytest.raises(ValueError, match="mask_value must be one number"):
+        tf.keras.layers.Masking(mask_value=[0.0, 1.0])

@@ -113,10 +113,17 @@ class Masking(Layer):
 
     def __init__(self, mask_value=0.0, **kwargs):
         super().__init__(**kwargs)
-        self.mask_value = float(mask_value)
+        self.mask_value = _one_number(mask_value, self.name)
 
     def _keep(self, inputs):
-        return reduce_any(not_equal(inputs, self.mask_value), axis=-1)
+        dtype = inputs._value.dtype
+        value = self.mask_value
+        if dtype.kind in "iub":  # integer data: compare as integers where the value is whole
+            if value.is_integer():
+                value = dtype.type(value)
+            else:
+                inputs = cast(inputs, "float64")
+        return reduce_any(not_equal(inputs, value), axis=-1)
 
     def call(self, inputs):
         keep = self._keep(inputs)
@@ -132,6 +139,15 @@ class Masking(Layer):
 
     def get_config(self):
         return {**super().get_config(), "mask_value": self.mask_value}
+
+
+def _one_number(value, name):
+    """``mask_value`` as a float: a number, or a one-element array or tensor (Keras 3 takes
+    ``Masking(mask_value=ops.convert_to_tensor([0.0]))``)."""
+    array = np.asarray(backend.to_host(value._value) if isinstance(value, Tensor) else value)
+    if array.size != 1 or array.dtype.kind not in "iufb":
+        raise ValueError(f"{name}: mask_value must be one number, got {value!r}")
+    return float(array.reshape(()))
 
 
 def _table(table):
