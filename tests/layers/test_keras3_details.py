@@ -216,3 +216,31 @@ def test_masking_with_tensor():  # Keras: MaskingTest::test_masking_with_tensor
     assert clone.mask_value == 0.0
     with pytest.raises(ValueError, match="mask_value must be one number"):
         tf.keras.layers.Masking(mask_value=[0.0, 1.0])
+
+
+# --- Embedding: keras/src/layers/core/embedding_test.py --------------------------------------------
+def test_embedding_build_without_input_shape():  # Keras: EmbeddingTest::test_correctness
+    layer = tf.keras.layers.Embedding(input_dim=3, output_dim=2)
+    layer.build()
+    layer.embeddings.assign(np.array([[0.0, 0.0], [2.0, 2.0], [3.0, 3.0]]))
+    out = layer(np.array([2, 1, 0]))
+    np.testing.assert_allclose(out.numpy(), [[3.0, 3.0], [2.0, 2.0], [0.0, 0.0]])
+
+
+def test_embedding_masking():
+    # Keras: EmbeddingTest::test_masking, test_compute_mask_no_masking
+    layer = tf.keras.layers.Embedding(input_dim=3, output_dim=2, mask_zero=True)
+    layer.build()
+    np.testing.assert_array_equal(layer.compute_mask(tf.constant([2, 1, 0])).numpy(),
+                                  [True, True, False])
+    assert tf.keras.layers.Embedding(3, 2).compute_mask(tf.constant([2, 1, 0])) is None
+
+
+def test_embedding_constraints_and_weights_argument():
+    # Keras: EmbeddingTest::test_embedding_constraints, test_weights_constructor_arg
+    layer = tf.keras.layers.Embedding(3, 2, embeddings_constraint="non_neg")
+    layer.build((None, 2))
+    assert isinstance(layer.embeddings.constraint, tf.keras.constraints.NonNeg)
+    for weights in (np.ones((3, 4)), [np.ones((3, 4))]):
+        layer = tf.keras.layers.Embedding(3, 4, weights=weights)
+        np.testing.assert_allclose(layer.embeddings.numpy(), np.ones((3, 4)))

@@ -50,16 +50,21 @@ class Embedding(Layer):
         self.embeddings_constraint = constraints.get(embeddings_constraint)
         self.mask_zero = bool(mask_zero)
         self.input_length = input_length
-        # Keras's weights=[table] (a pretrained table, often with trainable=False)
-        self._initial_table = None if weights is None else _table(weights[0])
+        # Keras's weights=[table] or weights=table (a pretrained table, often with
+        # trainable=False): the layer is built at once with it, as Keras 3's
+        if isinstance(weights, (list, tuple)) and len(weights) == 1:
+            weights = weights[0]
+        self._initial_table = None if weights is None else _table(weights)
         if self._initial_table is not None and \
                 self._initial_table.shape != (self.input_dim, self.output_dim):
             raise ValueError(f"{self.name}: weights=[table] needs a table of shape "
                              f"({self.input_dim}, {self.output_dim}), got "
                              f"{self._initial_table.shape}")
         self.embeddings = None
+        if self._initial_table is not None:
+            self.build()
 
-    def build(self, input_shape):
+    def build(self, input_shape=None):  # the table's shape does not depend on the input's
         self.embeddings = self.add_weight(
             "embeddings", (self.input_dim, self.output_dim), self.embeddings_initializer,
             regularizer=self.embeddings_regularizer, constraint=self.embeddings_constraint)
