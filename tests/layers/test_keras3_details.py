@@ -244,3 +244,29 @@ def test_embedding_constraints_and_weights_argument():
     for weights in (np.ones((3, 4)), [np.ones((3, 4))]):
         layer = tf.keras.layers.Embedding(3, 4, weights=weights)
         np.testing.assert_allclose(layer.embeddings.numpy(), np.ones((3, 4)))
+
+
+# --- Adagrad on scalar variables: keras/src/optimizers/adagrad_test.py -----------------------------
+def test_adagrad_weight_decay_on_scalar_variables():  # Keras: AdagradTest::test_weight_decay
+    Adagrad = tf.keras.optimizers.Adagrad
+    grads = tf.zeros(())
+    var1, var2, var3 = tf.Variable(2.0), tf.Variable(2.0, name="exclude"), tf.Variable(2.0)
+    Adagrad(learning_rate=1.0, weight_decay=0.004).apply_gradients(zip([grads], [var1]))
+    optimizer_2 = Adagrad(learning_rate=1.0, weight_decay=0.004)
+    optimizer_2.exclude_from_weight_decay(var_names=["exclude"])
+    optimizer_2.apply_gradients(zip([grads, grads], [var1, var2]))
+    optimizer_3 = Adagrad(learning_rate=1.0, weight_decay=0.004)
+    optimizer_3.exclude_from_weight_decay(var_list=[var3])
+    optimizer_3.apply_gradients(zip([grads, grads], [var1, var3]))
+    assert var1.numpy() == pytest.approx(1.9760959, abs=1e-6)
+    assert var2.numpy() == pytest.approx(2.0, abs=1e-6)
+    assert var3.numpy() == pytest.approx(2.0, abs=1e-6)
+
+
+def test_adagrad_scalar_step_matches_the_vector_one():  # Keras: AdagradTest::test_single_step
+    scalar, vector = tf.Variable(3.0), tf.Variable([1.0, 2.0, 3.0, 4.0])
+    tf.keras.optimizers.Adagrad(learning_rate=0.5).apply_gradients([(tf.constant(7.0), scalar)])
+    tf.keras.optimizers.Adagrad(learning_rate=0.5).apply_gradients(
+        [(tf.constant([1.0, 6.0, 7.0, 2.0]), vector)])
+    np.testing.assert_allclose(vector.numpy(), [0.5233, 1.5007, 2.5005, 3.5061], atol=1e-4)
+    assert scalar.numpy() == pytest.approx(vector.numpy()[2], abs=1e-6)
