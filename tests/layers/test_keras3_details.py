@@ -270,3 +270,21 @@ def test_adagrad_scalar_step_matches_the_vector_one():  # Keras: AdagradTest::te
         [(tf.constant([1.0, 6.0, 7.0, 2.0]), vector)])
     np.testing.assert_allclose(vector.numpy(), [0.5233, 1.5007, 2.5005, 3.5061], atol=1e-4)
     assert scalar.numpy() == pytest.approx(vector.numpy()[2], abs=1e-6)
+
+
+# --- LayerNormalization(rms_scaling=True): layer_normalization_test.py ----------------------------
+def test_layer_normalization_output_with_rms_scaling():
+    # Keras: LayerNormalizationTest::test_output_with_rms_scaling, test_output, test_ln_basics
+    inputs = np.arange(5).astype("float32")[None, :]
+    layer = tf.keras.layers.LayerNormalization(rms_scaling=True, gamma_initializer="ones")
+    np.testing.assert_allclose(layer(inputs).numpy(), [[0.0, 0.70693, 1.41386, 2.12079, 2.82772]],
+                               rtol=1e-5, atol=1e-6)
+    assert len(layer.trainable_variables) == 1 and layer.beta is None  # gamma alone
+    plain = tf.keras.layers.LayerNormalization(beta_initializer="ones", gamma_initializer="ones")
+    np.testing.assert_allclose(plain(inputs).numpy(),
+                               [[-0.41386, 0.29307, 1.0, 1.70693, 2.41386]], rtol=1e-5)
+    config = layer.get_config()
+    assert config["rms_scaling"] is True
+    assert tf.keras.layers.LayerNormalization.from_config(config).get_config() == config
+    check_grads(lambda x: tf.keras.layers.LayerNormalization(rms_scaling=True, dtype="float64")(x),
+                [np.array([[0.3, -1.2, 2.0], [1.0, 0.5, -0.7]])])

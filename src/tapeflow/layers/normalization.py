@@ -47,7 +47,7 @@ class BatchNormalization(Layer):
         self._reduction_axes = [i for i in range(ndim) if i != axis]
         self._broadcast_shape = [1] * ndim
         self._broadcast_shape[axis] = dim
-        _add_affine_weights(self, (dim,))
+        _add_affine_weights(self, (dim,), scale=self.scale, center=self.center)
         self.moving_mean = self.add_weight("moving_mean", (dim,), self.moving_mean_initializer,
                                            trainable=False)
         self.moving_variance = self.add_weight("moving_variance", (dim,),
@@ -99,15 +99,17 @@ class BatchNormalization(Layer):
 class LayerNormalization(Layer):
     """Each example normalized over ``axis`` (the last by default): ``(x - mean) /
     sqrt(variance + epsilon) * gamma + beta``, the statistics of that example alone, so the
-    same in training and inference (Keras 3's formula and defaults)."""
+    same in training and inference (Keras 3's formula and defaults).  ``rms_scaling=True``:
+    ``x / sqrt(variance + epsilon) * gamma``, no centering and no beta (Keras 3's)."""
     supports_masking = True  # a mask on the input passes through, as in Keras
 
-    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, rms_scaling=False,
                  beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
                  gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
         self.axis = tuple(axis) if isinstance(axis, (list, tuple)) else (int(axis),)
         self.epsilon = float(epsilon)
+        self.rms_scaling = bool(rms_scaling)
         _set_affine_arguments(self, center, scale, beta_initializer, gamma_initializer,
                               beta_regularizer, gamma_regularizer, beta_constraint,
                               gamma_constraint)
@@ -117,15 +119,17 @@ class LayerNormalization(Layer):
         self._axes = sorted(a % ndim for a in self.axis)
         shape = tuple(input_shape[a] for a in self._axes)
         self._broadcast_shape = [input_shape[i] if i in self._axes else 1 for i in range(ndim)]
-        _add_affine_weights(self, shape)
+        rms = self.rms_scaling  # gamma always, beta never
+        _add_affine_weights(self, shape, scale=self.scale or rms, center=self.center and not rms)
         self.built = True
 
     def call(self, inputs):
         mean, variance = moments(inputs, axes=self._axes, keepdims=True)
-        out = (inputs - mean) * rsqrt(variance + self.epsilon)
-        if self.scale:
+        inv = rsqrt(variance + self.epsilon)
+        out = inputs * inv if self.rms_scaling else (inputs - mean) * inv
+        if self.gamma is not None:
             out = out * reshape(self.gamma, self._broadcast_shape)
-        if self.center:
+        if self.beta is not None:
             out = out + reshape(self.beta, self._broadcast_shape)
         return out
 
@@ -134,7 +138,7 @@ class LayerNormalization(Layer):
 
     def get_config(self):
         return {**super().get_config(), "axis": list(self.axis), "epsilon": self.epsilon,
-                **_affine_config(self)}
+                "rms_scaling": self.rms_scaling, **_affine_config(self)}
 
 
 # --- gamma and beta: the arguments both layers share -------------------------------------------
@@ -151,12 +155,12 @@ def _set_affine_arguments(layer, center, scale, beta_initializer, gamma_initiali
     layer.gamma = layer.beta = None
 
 
-def _add_affine_weights(layer, shape):
-    if layer.scale:
+def _add_affine_weights(layer, shape, *, scale, center):
+    if scale:
         layer.gamma = layer.add_weight("gamma", shape, layer.gamma_initializer,
                                        regularizer=layer.gamma_regularizer,
                                        constraint=layer.gamma_constraint)
-    if layer.center:
+    if center:
         layer.beta = layer.add_weight("beta", shape, layer.beta_initializer,
                                       regularizer=layer.beta_regularizer,
                                       constraint=layer.beta_constraint)
