@@ -288,3 +288,38 @@ def test_layer_normalization_output_with_rms_scaling():
     assert tf.keras.layers.LayerNormalization.from_config(config).get_config() == config
     check_grads(lambda x: tf.keras.layers.LayerNormalization(rms_scaling=True, dtype="float64")(x),
                 [np.array([[0.3, -1.2, 2.0], [1.0, 0.5, -0.7]])])
+
+
+# --- Normalization(axis=tuple): keras/src/layers/preprocessing/normalization_test.py -------------
+def test_normalization_adapt_with_tuple_axis():  # Keras: NormalizationTest::test_normalization_adapt
+    rng = np.random.RandomState(0)
+    x = rng.random_sample((32, 4))
+    layer = tf.keras.layers.Normalization()
+    layer.adapt(x)
+    output = layer(x).numpy()
+    np.testing.assert_allclose(np.var(output, axis=0), 1.0, atol=1e-5)
+    np.testing.assert_allclose(np.mean(output, axis=0), 0.0, atol=1e-5)
+    x = rng.random_sample((32, 4, 3, 5))
+    layer = tf.keras.layers.Normalization(axis=(1, 2))
+    layer.adapt(x)
+    assert layer.built and tuple(layer.mean.shape) == (4, 3)
+    output = layer(x).numpy()
+    np.testing.assert_allclose(np.var(output, axis=(0, 3)), 1.0, atol=1e-5)
+    np.testing.assert_allclose(np.mean(output, axis=(0, 3)), 0.0, atol=1e-5)
+    config = layer.get_config()
+    assert tf.keras.layers.Normalization.from_config(config).get_config() == config
+
+
+def test_normalization_axis_errors():
+    # Keras: NormalizationTest::test_normalization_axis_too_high, _too_low, _unknown_axis_shape,
+    # test_normalization_adapt_with_incompatible_shape
+    with pytest.raises(ValueError, match="All `axis` values must be in the range"):
+        tf.keras.layers.Normalization(axis=3).build((2, 2))
+    with pytest.raises(ValueError, match="All `axis` values must be in the range"):
+        tf.keras.layers.Normalization(axis=-4).build((2, 3, 4))
+    with pytest.raises(ValueError, match="All `axis` values to be kept"):
+        tf.keras.layers.Normalization(axis=1).build((None, None))
+    layer = tf.keras.layers.Normalization(axis=-1)
+    layer.build((10, 5))
+    with pytest.raises(ValueError, match="an incompatible shape"):
+        layer.adapt(np.random.random_sample((10, 3)))
