@@ -323,3 +323,65 @@ def test_normalization_axis_errors():
     layer.build((10, 5))
     with pytest.raises(ValueError, match="an incompatible shape"):
         layer.adapt(np.random.random_sample((10, 3)))
+
+
+# --- merging layers combine masks: keras/src/layers/merging/merging_test.py ----------------------
+X1 = [[[0, 0], [1, 2], [0, 0], [3, 4]]]
+X2 = [[[0, 0], [0, 0], [1, 2], [3, 4]]]
+
+
+@pytest.mark.parametrize("layer, x1, expected_one, expected_both", [
+    # Keras: MergingLayersTest::test_{add,subtract,average,multiply,maximum,minimum}_with_mask
+    (tf.keras.layers.Add, X1, [[[0, 0], [1, 2], [1, 2], [6, 8]]],
+     [[[0, 0], [1, 2], [1, 2], [6, 8]]]),
+    (tf.keras.layers.Subtract, X1, [[[0, 0], [1, 2], [-1, -2], [0, 0]]],
+     [[[0, 0], [1, 2], [-1, -2], [0, 0]]]),
+    (tf.keras.layers.Average, X1, [[[0, 0], [0.5, 1], [0.5, 1], [3, 4]]],
+     [[[0, 0], [0.5, 1], [0.5, 1], [3, 4]]]),
+    (tf.keras.layers.Multiply, X1, [[[0, 0], [0, 0], [1, 2], [9, 16]]],
+     [[[0, 0], [1, 2], [1, 2], [9, 16]]]),
+    (tf.keras.layers.Maximum, [[[0, 0], [-1, -2], [0, 0], [-3, -4]]],
+     [[[0, 0], [0, 0], [-1, -2], [-3, -4]]], [[[0, 0], [-1, -2], [-1, -2], [-3, -4]]]),
+    (tf.keras.layers.Minimum, X1, [[[0, 0], [0, 0], [1, 2], [3, 4]]],
+     [[[0, 0], [1, 2], [1, 2], [3, 4]]]),
+])
+def test_merge_with_mask(layer, x1, expected_one, expected_both):
+    mask = tf.keras.layers.Masking()
+    x1 = mask(tf.constant(np.array(x1, np.float32)))
+    x2 = tf.constant(np.array(X2 if layer is not tf.keras.layers.Maximum else
+                              [[[0, 0], [0, 0], [-1, -2], [-3, -4]]], np.float32))
+    output = layer()([x1, x2])
+    np.testing.assert_allclose(output.numpy(), expected_one)
+    assert getattr(output, "_keras_mask", None) is None
+    output = layer()([x1, mask(x2)])
+    np.testing.assert_allclose(output.numpy(), expected_both)
+    np.testing.assert_array_equal(output._keras_mask.numpy(), [[0, 1, 1, 1]])
+
+
+def test_concatenate_with_mask():  # Keras: MergingLayersTest::test_concatenate_with_mask
+    x1 = tf.keras.layers.Masking()(tf.constant(np.array(X1, np.float32)))
+    x2 = tf.constant(np.array(X2, np.float32))
+    output = tf.keras.layers.Concatenate(axis=1)([x1, x2])
+    np.testing.assert_allclose(output.numpy(), [[[0, 0], [1, 2], [0, 0], [3, 4], [0, 0], [0, 0],
+                                                 [1, 2], [3, 4]]])
+    np.testing.assert_array_equal(output._keras_mask.numpy(), [[0, 1, 0, 1, 1, 1, 1, 1]])
+    output = tf.keras.layers.Concatenate(axis=2)([x1, x2])
+    np.testing.assert_allclose(output.numpy(), [[[0, 0, 0, 0], [1, 2, 0, 0], [0, 0, 1, 2],
+                                                 [3, 4, 3, 4]]])
+    np.testing.assert_array_equal(output._keras_mask.numpy(), [[1, 1, 1, 1]])
+
+
+@pytest.mark.parametrize("layer", [tf.keras.layers.Add, tf.keras.layers.Concatenate])
+def test_merge_compute_mask_arguments(layer):
+    # Keras: MergingLayersTest::test_correctness_static (mask part) and test_errors
+    x1, x2 = np.random.rand(2, 4, 5), np.random.rand(2, 4, 5)
+    merge = layer()
+    assert merge.compute_mask([x1, x2], [None, None]) is None
+    ones = tf.constant(np.ones((2, 4), bool))
+    assert np.all(merge.compute_mask([tf.constant(x1), tf.constant(x2)], [ones, ones]).numpy())
+    with pytest.raises(ValueError, match="`mask` should be a list."):
+        merge.compute_mask([x1, x2], x1)
+    with pytest.raises(ValueError, match="`inputs` should be a list."):
+        merge.compute_mask(x1, [None, None])
+    with pytest.raises(ValueError, match=" should have the same length"):
+        merge.compute_mask([x1, x2], [None])
