@@ -385,3 +385,49 @@ def test_merge_compute_mask_arguments(layer):
         merge.compute_mask(x1, [None, None])
     with pytest.raises(ValueError, match=" should have the same length"):
         merge.compute_mask([x1, x2], [None])
+
+
+# --- BatchNormalization(mask=): keras/src/layers/normalization/batch_normalization_test.py ----------
+def test_batch_normalization_input_fully_masked():
+    # Keras: BatchNormalizationTest::test_input_fully_masked
+    norm = tf.keras.layers.BatchNormalization(scale=False, center=False)
+    y = norm(np.zeros((4, 5), np.float32), mask=np.zeros((4,), np.float32), training=True)
+    np.testing.assert_array_equal(y.numpy(), 0.0)
+    with pytest.raises(ValueError, match="one dimension less than the inputs"):
+        norm(np.zeros((4, 5), np.float32), mask=np.zeros((4, 5), bool), training=True)
+
+
+def test_batch_normalization_masked_correctness():
+    # Keras: BatchNormalizationTest::test_correctness (its masked part)
+    rng = np.random.RandomState(0)
+    layer = tf.keras.layers.BatchNormalization(momentum=0)
+    x = rng.normal(loc=5.0, scale=10.0, size=(5, 3, 3, 2)).astype(np.float32)
+    layer(x, training=True)
+    x[:, 1, :] = 0.0
+    masked = tf.keras.layers.Masking()(x)
+    np.testing.assert_allclose(layer(masked, training=False).numpy(),
+                               layer(x, training=False).numpy())
+    unmasked_out = layer(x, training=False).numpy()
+    assert not np.allclose(layer(masked, training=True).numpy(), unmasked_out)
+
+
+@pytest.mark.parametrize("mask_value", [0.0, 1])
+def test_batch_normalization_ignores_masked_values(mask_value):
+    # Keras: BatchNormalizationTest::test_bachnorm_ignore_masked_values
+    padded = np.array([[[1, 5], [2, 5], [mask_value, mask_value], [mask_value, mask_value]]
+                       for _ in range(10)], dtype="float32")
+    inputs = tf.keras.Input((None, 2))
+    masked = tf.keras.layers.Masking(mask_value=mask_value)(inputs)
+    normed = tf.keras.layers.BatchNormalization(momentum=0.0)(masked)
+    model = tf.keras.Model(inputs, normed)
+    model.compile("rmsprop", loss=tf.keras.losses.MeanSquaredError())
+    model.fit(x=padded, y=padded, batch_size=10, epochs=5, verbose=0)
+    np.testing.assert_allclose(model.layers[2].moving_mean.numpy(), [1.5, 5.0], rtol=1e-5)
+    np.testing.assert_allclose(model.layers[2].moving_variance.numpy(), [0.25, 0.0], atol=1e-5)
+
+
+def test_batch_normalization_masked_statistics_gradients():
+    layer = tf.keras.layers.BatchNormalization(dtype="float64")
+    mask = np.array([[True, True, False], [True, False, False]])
+    x = np.random.RandomState(1).standard_normal((2, 3, 2))
+    check_grads(lambda v: layer(v, mask=mask, training=True), [x])

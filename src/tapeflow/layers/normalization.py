@@ -11,12 +11,14 @@ penalty.
 """
 
 
-from .. import constraints, initializers, regularizers
+from .. import backend, constraints, initializers, regularizers
 from ..core.context import context
-from ..core.tensor import Tensor
-from ..ops.elementwise import rsqrt
+from ..core.tensor import Tensor, convert_to_tensor
+from ..ops.arithmetic import not_equal
+from ..ops.elementwise import rsqrt, square
 from ..ops.nn import moments
-from ..ops.shape import cast, reshape
+from ..ops.reduce import reduce_sum
+from ..ops.shape import broadcast_to, cast, expand_dims, reshape, where
 from .base import Layer
 
 __all__ = ["BatchNormalization", "LayerNormalization"]
@@ -54,9 +56,14 @@ class BatchNormalization(Layer):
                                                self.moving_variance_initializer, trainable=False)
         self.built = True
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, mask=None):
+        if mask is not None and len(mask.shape) != inputs.ndim - 1:
+            raise ValueError(f"{self.name}: The mask provided should be one dimension less than "
+                             f"the inputs. Received: mask.shape={tuple(mask.shape)}, "
+                             f"inputs.shape={tuple(inputs.shape)}")
         if training and self.trainable:
-            mean, variance = moments(inputs, axes=self._reduction_axes)
+            mean, variance = moments(inputs, axes=self._reduction_axes) if mask is None else \
+                _masked_moments(inputs, mask, self._reduction_axes)
             self._update_moving(self.moving_mean, mean)
             self._update_moving(self.moving_variance, variance)
         else:
@@ -139,6 +146,20 @@ class LayerNormalization(Layer):
     def get_config(self):
         return {**super().get_config(), "axis": list(self.axis), "epsilon": self.epsilon,
                 "rms_scaling": self.rms_scaling, **_affine_config(self)}
+
+
+def _masked_moments(inputs, mask, axes):
+    """Mean and (biased) variance over ``axes`` of the steps the mask keeps (Keras 3's
+    ``_moments``): a padded step does not move the batch statistics.  All masked: zeros."""
+    mask = convert_to_tensor(mask)
+    mask = mask if mask._value.dtype.kind == "b" else not_equal(mask, 0)
+    keep = expand_dims(mask, -1)
+    kept = where(keep, inputs, 0.0)
+    weights = broadcast_to(cast(keep, inputs._value.dtype), tuple(inputs.shape))
+    count = reduce_sum(weights, axis=axes, keepdims=True) + backend.EPSILON
+    mean = reduce_sum(kept, axis=axes, keepdims=True) / count
+    variance = reduce_sum(square(where(keep, inputs - mean, 0.0)), axis=axes, keepdims=True) / count
+    return reshape(mean, (-1,)), reshape(variance, (-1,))
 
 
 # --- gamma and beta: the arguments both layers share -------------------------------------------
