@@ -431,3 +431,45 @@ def test_batch_normalization_masked_statistics_gradients():
     mask = np.array([[True, True, False], [True, False, False]])
     x = np.random.RandomState(1).standard_normal((2, 3, 2))
     check_grads(lambda v: layer(v, mask=mask, training=True), [x])
+
+
+# --- stateful RNNs: keras/src/layers/rnn/lstm_test.py --------------------------------------------
+def test_lstm_statefulness():  # Keras: LSTMTest::test_statefulness
+    sequence = np.arange(24).reshape((2, 3, 4)).astype("float32")
+    init = tf.keras.initializers.Constant
+    layer = tf.keras.layers.LSTM(4, stateful=True, kernel_initializer=init(0.01),
+                                 recurrent_initializer=init(0.02), bias_initializer=init(0.03))
+    expected = [[0.3124785] * 4, [0.6863672] * 4]
+    layer(sequence)
+    np.testing.assert_allclose(layer(sequence).numpy(), expected, atol=1e-5, rtol=1e-5)
+    layer.reset_state()
+    layer(sequence)
+    np.testing.assert_allclose(layer(sequence).numpy(), expected, atol=1e-5, rtol=1e-5)
+    assert len(layer.weights) == 3 and layer.get_config()["stateful"] is True  # states untracked
+    with pytest.raises(ValueError, match="batch size"):
+        layer(sequence[:1])
+
+
+def test_stateful_rnn_in_a_traced_step():
+    sequence = np.arange(24).reshape((2, 3, 4)).astype("float32") / 24
+    eager = tf.keras.layers.GRU(3, stateful=True, kernel_initializer="ones",
+                                recurrent_initializer="ones")
+    traced = tf.keras.layers.GRU(3, stateful=True, kernel_initializer="ones",
+                                 recurrent_initializer="ones")
+    step = tf.function(lambda x: traced(x))
+    for _ in range(2):
+        np.testing.assert_allclose(step(sequence).numpy(), eager(sequence).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(traced.states[0].numpy(), eager.states[0].numpy(), rtol=1e-6)
+
+
+def test_stateful_rnn_in_a_functional_model_starts_from_zero_states():
+    sequence = np.arange(24).reshape((2, 3, 4)).astype("float32")
+    init = tf.keras.initializers.Constant
+    inputs = tf.keras.Input((3, 4), batch_size=2)
+    lstm = tf.keras.layers.LSTM(4, stateful=True, kernel_initializer=init(0.01),
+                                recurrent_initializer=init(0.02), bias_initializer=init(0.03))
+    model = tf.keras.Model(inputs, lstm(inputs))
+    np.testing.assert_array_equal(lstm.states[0].numpy(), 0.0)  # building ran no real step
+    model(sequence)
+    np.testing.assert_allclose(model(sequence).numpy(), [[0.3124785] * 4, [0.6863672] * 4],
+                               atol=1e-5)
