@@ -88,7 +88,7 @@ def test_config_carries_every_argument_and_round_trips(cls, made):
     assert restored.get_config() == config
 
 
-# --- the settings the issue found lost: non-default values survive the round trip -------------------
+# --- the settings the issue found lost: non-default values survive the round trip ----------------
 SETTINGS = dict(initializer=initializers.RandomNormal(stddev=0.5, seed=3),
                 regularizer=regularizers.L1L2(l1=0.25, l2=0.5),
                 constraint=constraints.MinMaxNorm(0.5, 2.0, rate=0.7, axis=1))

@@ -190,7 +190,7 @@ def test_too_many_positional_arguments_name_the_layer():
         tf.keras.layers.Dense(2, name="dense")(np.ones((1, 3), np.float32), None)
 
 
-# --- Masking: keras/src/layers/core/masking_test.py ------------------------------------------------
+# --- Masking: keras/src/layers/core/masking_test.py ----------------------------------------------
 MASKING_X = np.array([[[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]],
                       [[2.0, 2.0], [0.0, 0.0], [2.0, 1.0]]])
 MASKING_EXPECTED = [[False, True, False], [True, False, True]]
@@ -218,7 +218,7 @@ def test_masking_with_tensor():  # Keras: MaskingTest::test_masking_with_tensor
         tf.keras.layers.Masking(mask_value=[0.0, 1.0])
 
 
-# --- Embedding: keras/src/layers/core/embedding_test.py --------------------------------------------
+# --- Embedding: keras/src/layers/core/embedding_test.py ------------------------------------------
 def test_embedding_build_without_input_shape():  # Keras: EmbeddingTest::test_correctness
     layer = tf.keras.layers.Embedding(input_dim=3, output_dim=2)
     layer.build()
@@ -246,7 +246,7 @@ def test_embedding_constraints_and_weights_argument():
         np.testing.assert_allclose(layer.embeddings.numpy(), np.ones((3, 4)))
 
 
-# --- Adagrad on scalar variables: keras/src/optimizers/adagrad_test.py -----------------------------
+# --- Adagrad on scalar variables: keras/src/optimizers/adagrad_test.py ---------------------------
 def test_adagrad_weight_decay_on_scalar_variables():  # Keras: AdagradTest::test_weight_decay
     Adagrad = tf.keras.optimizers.Adagrad
     grads = tf.zeros(())
@@ -291,7 +291,8 @@ def test_layer_normalization_output_with_rms_scaling():
 
 
 # --- Normalization(axis=tuple): keras/src/layers/preprocessing/normalization_test.py -------------
-def test_normalization_adapt_with_tuple_axis():  # Keras: NormalizationTest::test_normalization_adapt
+def test_normalization_adapt_with_tuple_axis():
+    # Keras: NormalizationTest::test_normalization_adapt
     rng = np.random.RandomState(0)
     x = rng.random_sample((32, 4))
     layer = tf.keras.layers.Normalization()
@@ -387,7 +388,7 @@ def test_merge_compute_mask_arguments(layer):
         merge.compute_mask([x1, x2], [None])
 
 
-# --- BatchNormalization(mask=): keras/src/layers/normalization/batch_normalization_test.py ----------
+# --- BatchNormalization(mask=): keras/src/layers/normalization/batch_normalization_test.py -------
 def test_batch_normalization_input_fully_masked():
     # Keras: BatchNormalizationTest::test_input_fully_masked
     norm = tf.keras.layers.BatchNormalization(scale=False, center=False)
@@ -473,3 +474,30 @@ def test_stateful_rnn_in_a_functional_model_starts_from_zero_states():
     model(sequence)
     np.testing.assert_allclose(model(sequence).numpy(), [[0.3124785] * 4, [0.6863672] * 4],
                                atol=1e-5)
+
+
+# --- MultiHeadAttention on inputs of rank above 3: multi_head_attention_test.py ------------------
+@pytest.mark.parametrize("q_dims, v_dims, mask_dims, attention_axes", [
+    # Keras: MultiHeadAttentionTest::test_high_dim_attention (the cases attending over every
+    # axis between batch and features: "4d_inputs_2d_attention", and attention_axes=None)
+    ((3, 4), (3, 2), (3, 4, 3, 2), (1, 2)),
+    ((3, 4), (3, 2), (3, 4, 3, 2), None),
+])
+def test_high_dim_attention(q_dims, v_dims, mask_dims, attention_axes):
+    batch_size, hidden_size = 3, 8
+    rng = np.random.RandomState(0)
+    query = rng.standard_normal((batch_size,) + q_dims + (hidden_size,)).astype("float32")
+    value = rng.standard_normal((batch_size,) + v_dims + (hidden_size,)).astype("float32")
+    mask = rng.random_sample((batch_size,) + mask_dims) > 0.3
+    layer = tf.keras.layers.MultiHeadAttention(num_heads=2, key_dim=2,
+                                               attention_axes=attention_axes)
+    output, scores = layer(query, value, attention_mask=mask, return_attention_scores=True)
+    assert output.shape == query.shape and scores.shape == (batch_size, 2) + q_dims + v_dims
+    # the same numbers as attention over the positions flattened into one axis
+    flat = layer(query.reshape(batch_size, -1, hidden_size),
+                 value.reshape(batch_size, -1, hidden_size),
+                 attention_mask=mask.reshape(batch_size, 12, 6))
+    np.testing.assert_allclose(output.numpy().reshape(flat.shape), flat.numpy(), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="attention_axes"):
+        tf.keras.layers.MultiHeadAttention(num_heads=2, key_dim=2, attention_axes=(2,))(
+            query, value)
