@@ -291,8 +291,8 @@ LACKING = {
         OrbaxCheckpoint RemoteMonitor SwapEMAWeights
     """.split(),
     "activations": """
-        celu glu hard_shrink hard_sigmoid hard_silu hard_swish hard_tanh log_sigmoid mish
-        soft_shrink sparse_plus sparse_sigmoid sparsemax squareplus tanh_shrink threshold
+        celu glu hard_shrink hard_tanh log_sigmoid mish soft_shrink sparse_plus sparse_sigmoid
+        sparsemax squareplus tanh_shrink threshold
     """.split(),
     "initializers": """
         identity Identity IdentityInitializer OrthogonalInitializer stft STFT STFTInitializer

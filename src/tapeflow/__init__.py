@@ -8,6 +8,7 @@ from . import dtypes, image, linalg, math, nn, random  # noqa: F401
 from . import optimizers  # noqa: F401
 from . import losses, metrics  # noqa: F401
 from . import activations, callbacks, initializers, layers, models, regularizers  # noqa: F401
+from . import constraints  # noqa: F401
 from . import keras  # noqa: F401
 from . import autodiff  # noqa: F401
 from .models import Model, Sequential  # noqa: F401

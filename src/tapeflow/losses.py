@@ -20,7 +20,8 @@ import numpy as np
 
 from . import backend
 from .core.tensor import Tensor, convert_to_tensor
-from .ops.arithmetic import abs_, equal, logical_or, maximum
+from .dtypes import numpy_dtype
+from .ops.arithmetic import abs_, equal, logical_and, logical_or, maximum, not_equal
 from .serialization import Registry, snake_case
 from .ops.clip import clip_by_value
 from .ops.creation import one_hot
@@ -147,12 +148,25 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
     return -reduce_sum(y_true * _log_probabilities(y_pred, from_logits, axis), axis=axis)
 
 
-def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
-    """Categorical crossentropy with integer class indices as targets (shape of y_pred less ``axis``)."""
+def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_class=None,
+                                    axis=-1):
+    """Categorical crossentropy with integer class indices as targets (shape of y_pred less
+    ``axis``).  Targets equal to ``ignore_class`` (Keras 3's: a padding label) give 0, and the
+    result carries a mask that is False there, so a ``Loss`` averages over the others."""
     y_pred = _floating(y_pred)
     labels = y_true if isinstance(y_true, Tensor) else convert_to_tensor(y_true)
     if labels.ndim == y_pred.ndim and labels.shape[-1] == 1:
         labels = squeeze(labels, -1)
+    if ignore_class is None:
+        return _sparse_crossentropy(labels, y_pred, from_logits, axis)
+    valid = not_equal(labels, ignore_class)
+    labels = where(valid, labels, 0)  # any class in range: its loss is replaced by 0 below
+    loss = where(valid, _sparse_crossentropy(labels, y_pred, from_logits, axis), 0.0)
+    loss._keras_mask = valid
+    return loss
+
+
+def _sparse_crossentropy(labels, y_pred, from_logits, axis):
     ndim = y_pred.ndim
     axis = axis % ndim if ndim else axis
     expected = tuple(d for i, d in enumerate(y_pred.shape) if i != axis)
@@ -248,15 +262,19 @@ def standardize_reduction(reduction):
     return reduction
 
 
-def reduce_weighted_values(values, sample_weight=None, reduction="sum_over_batch_size"):
+def reduce_weighted_values(values, sample_weight=None, reduction="sum_over_batch_size",
+                           mask=None):
     """Weight per-sample ``values`` by ``sample_weight`` and reduce them, as Keras.
 
     "sum_over_batch_size" (and "mean") divides the weighted sum by the number of
     values, not by the sum of the weights; "mean_with_sample_weight" divides by
-    the sum of the weights.
+    the sum of the weights.  A ``mask`` (False: a padded step) zeroes those values, and
+    the means divide by the number of unmasked values instead (Keras 3's ``apply_mask``).
     """
     reduction = standardize_reduction(reduction)
     values = _floating(values)
+    if mask is not None:
+        sample_weight = _masked_weights(sample_weight, mask, values._value.dtype, reduction)
     if sample_weight is None and reduction == "sum_over_batch_size" and values._value.size:
         return reduce_mean(values)  # the same number in one op: fit calls this every step
     if sample_weight is not None:
@@ -274,6 +292,21 @@ def reduce_weighted_values(values, sample_weight=None, reduction="sum_over_batch
     return total / float(count) if count else total  # an empty batch sums to zero
 
 
+def _masked_weights(sample_weight, mask, dtype, reduction):
+    """The mask folded into the sample weights, as Keras 3's ``apply_mask``: for the means an
+    unmasked value weighs total / valid, so the mean is over the unmasked values alone (an
+    all-masked batch gives 0, not NaN)."""
+    mask = cast(convert_to_tensor(mask), dtype)
+    if reduction in ("mean", "sum_over_batch_size"):
+        total = float(mask.shape.num_elements())
+        mask = mask * (total / (reduce_sum(mask) + EPSILON))
+    if sample_weight is None:
+        return mask
+    sample_weight = cast(convert_to_tensor(sample_weight), dtype)
+    mask, sample_weight = squeeze_or_expand_to_same_rank(mask, sample_weight)
+    return sample_weight * mask
+
+
 def _divide_no_nan(x, y):
     zero = y == 0.0
     return where(zero, 0.0 * x, x / where(zero, 1.0, y))
@@ -286,26 +319,44 @@ _ELEMENTWISE = {mean_squared_error: square, mean_absolute_error: abs_}
 class Loss:
     """Base class: subclasses write ``call(y_true, y_pred)`` returning per-sample losses.
 
-    ``loss(y_true, y_pred, sample_weight=None)`` casts y_true to y_pred's dtype,
-    calls ``call``, weights and reduces: a scalar tensor unless ``reduction`` is
-    "none"/None.
+    ``loss(y_true, y_pred, sample_weight=None)`` casts y_pred to ``dtype`` (Keras 3's
+    argument) and y_true to y_pred's dtype, calls ``call``, weights and reduces: a scalar
+    tensor unless ``reduction`` is "none"/None.  The mask a layer put on y_pred
+    (``y_pred._keras_mask``, e.g. after ``Masking`` or ``Embedding(mask_zero=True)``) leaves
+    the masked steps out, as in Keras 3.
+
+    ``dtype=None`` computes in y_pred's floating dtype (float32 for integer data), where
+    Keras computes in its floatx (float32): tapeflow keeps a float64 model's loss in float64,
+    which its second-order methods and float64 gradient checks need.  ``dtype="float32"``
+    is Keras's behaviour for any input.
     """
 
-    def __init__(self, reduction="sum_over_batch_size", name=None):
+    def __init__(self, reduction="sum_over_batch_size", name=None, dtype=None):
         self.reduction = standardize_reduction(reduction)
         self.name = name or snake_case(type(self).__name__)
+        self.dtype = None if dtype is None else numpy_dtype(dtype).name
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        y_pred = _floating(y_pred)
-        y_true = cast(convert_to_tensor(y_true), y_pred._value.dtype)
+        mask = getattr(y_pred, "_keras_mask", None)
+        y_true, y_pred = self._converted(y_true, y_pred)
         losses = self.call(y_true, y_pred)
-        return reduce_weighted_values(losses, sample_weight, self.reduction)
+        out_mask = getattr(losses, "_keras_mask", None)  # sparse crossentropy's ignore_class
+        if out_mask is not None:
+            mask = out_mask if mask is None else logical_and(mask, out_mask)
+        return reduce_weighted_values(losses, sample_weight, self.reduction, mask=mask)
+
+    def _converted(self, y_true, y_pred):
+        """y_pred in the loss's dtype (its own floating one for None), y_true in y_pred's."""
+        y_pred = _floating(y_pred)
+        if self.dtype is not None and y_pred._value.dtype != self.dtype:
+            y_pred = cast(y_pred, self.dtype)
+        return cast(convert_to_tensor(y_true), y_pred._value.dtype), y_pred
 
     def call(self, y_true, y_pred):
         raise NotImplementedError(f"{type(self).__name__} must implement call(y_true, y_pred)")
 
     def get_config(self):
-        return {"name": self.name, "reduction": self.reduction}
+        return {"name": self.name, "reduction": self.reduction, "dtype": self.dtype}
 
     @classmethod
     def from_config(cls, config):
@@ -318,8 +369,9 @@ class Loss:
 class LossFunctionWrapper(Loss):
     """A ``Loss`` around a per-sample function ``fn(y_true, y_pred, **kwargs)``."""
 
-    def __init__(self, fn, reduction="sum_over_batch_size", name=None, **kwargs):
-        super().__init__(reduction=reduction, name=name or getattr(fn, "__name__", None))
+    def __init__(self, fn, reduction="sum_over_batch_size", name=None, dtype=None, **kwargs):
+        super().__init__(reduction=reduction, name=name or getattr(fn, "__name__", None),
+                         dtype=dtype)
         self.fn = fn
         self._fn_kwargs = kwargs
 
@@ -330,10 +382,11 @@ class LossFunctionWrapper(Loss):
     def __call__(self, y_true, y_pred, sample_weight=None):
         elementwise = _ELEMENTWISE.get(self.fn)
         if elementwise is not None and sample_weight is None \
-                and self.reduction == "sum_over_batch_size":
+                and self.reduction == "sum_over_batch_size" \
+                and getattr(y_pred, "_keras_mask", None) is None:
             # A mean over the batch of per-sample means over the last axis is the mean of all
             # elements: one reduction instead of two, in the forward and backward pass.
-            y_true, y_pred = _matched(y_true, y_pred)
+            y_true, y_pred = squeeze_or_expand_to_same_rank(*self._converted(y_true, y_pred))
             if y_true.shape == y_pred.shape and y_pred._value.size:
                 return reduce_mean(elementwise(y_true - y_pred))
         return super().__call__(y_true, y_pred, sample_weight)
@@ -363,25 +416,26 @@ class _BuiltinLoss(LossFunctionWrapper):
 
 
 class MeanSquaredError(_BuiltinLoss):
-    def __init__(self, reduction="sum_over_batch_size", name="mean_squared_error"):
-        super().__init__(mean_squared_error, reduction=reduction, name=name)
+    def __init__(self, reduction="sum_over_batch_size", name="mean_squared_error", dtype=None):
+        super().__init__(mean_squared_error, reduction=reduction, name=name, dtype=dtype)
 
 
 class MeanAbsoluteError(_BuiltinLoss):
-    def __init__(self, reduction="sum_over_batch_size", name="mean_absolute_error"):
-        super().__init__(mean_absolute_error, reduction=reduction, name=name)
+    def __init__(self, reduction="sum_over_batch_size", name="mean_absolute_error", dtype=None):
+        super().__init__(mean_absolute_error, reduction=reduction, name=name, dtype=dtype)
 
 
 class Huber(_BuiltinLoss):
-    def __init__(self, delta=1.0, reduction="sum_over_batch_size", name="huber_loss"):
-        super().__init__(huber, reduction=reduction, name=name, delta=delta)
+    def __init__(self, delta=1.0, reduction="sum_over_batch_size", name="huber_loss", dtype=None):
+        super().__init__(huber, reduction=reduction, name=name, dtype=dtype, delta=delta)
         self.delta = delta
 
 
 class BinaryCrossentropy(_BuiltinLoss):
     def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
-                 reduction="sum_over_batch_size", name="binary_crossentropy"):
-        super().__init__(binary_crossentropy, reduction=reduction, name=name,
+                 reduction="sum_over_batch_size", name="binary_crossentropy",
+                 dtype=None):
+        super().__init__(binary_crossentropy, reduction=reduction, name=name, dtype=dtype,
                          from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
         self.from_logits = from_logits
         self.label_smoothing = label_smoothing
@@ -390,8 +444,9 @@ class BinaryCrossentropy(_BuiltinLoss):
 
 class CategoricalCrossentropy(_BuiltinLoss):
     def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
-                 reduction="sum_over_batch_size", name="categorical_crossentropy"):
-        super().__init__(categorical_crossentropy, reduction=reduction, name=name,
+                 reduction="sum_over_batch_size", name="categorical_crossentropy",
+                 dtype=None):
+        super().__init__(categorical_crossentropy, reduction=reduction, name=name, dtype=dtype,
                          from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
         self.from_logits = from_logits
         self.label_smoothing = label_smoothing
@@ -399,50 +454,52 @@ class CategoricalCrossentropy(_BuiltinLoss):
 
 
 class SparseCategoricalCrossentropy(_BuiltinLoss):
-    # ignore_class keeps Keras's argument order; masking a class is not implemented yet.
     def __init__(self, from_logits=False, ignore_class=None, reduction="sum_over_batch_size",
-                 axis=-1, name="sparse_categorical_crossentropy"):
-        if ignore_class is not None:
-            raise NotImplementedError("SparseCategoricalCrossentropy(ignore_class=...) is not supported yet")
+                 axis=-1, name="sparse_categorical_crossentropy",
+                 dtype=None):
         super().__init__(sparse_categorical_crossentropy, reduction=reduction, name=name,
-                         from_logits=from_logits, axis=axis)
+                         dtype=dtype, from_logits=from_logits, ignore_class=ignore_class,
+                         axis=axis)
+        self.ignore_class = ignore_class
         self.from_logits = from_logits
         self.axis = axis
 
 
 class Hinge(_BuiltinLoss):
-    def __init__(self, reduction="sum_over_batch_size", name="hinge"):
-        super().__init__(hinge, reduction=reduction, name=name)
+    def __init__(self, reduction="sum_over_batch_size", name="hinge", dtype=None):
+        super().__init__(hinge, reduction=reduction, name=name, dtype=dtype)
 
 
 class SquaredHinge(_BuiltinLoss):
-    def __init__(self, reduction="sum_over_batch_size", name="squared_hinge"):
-        super().__init__(squared_hinge, reduction=reduction, name=name)
+    def __init__(self, reduction="sum_over_batch_size", name="squared_hinge", dtype=None):
+        super().__init__(squared_hinge, reduction=reduction, name=name, dtype=dtype)
 
 
 class CategoricalHinge(_BuiltinLoss):
-    def __init__(self, reduction="sum_over_batch_size", name="categorical_hinge"):
-        super().__init__(categorical_hinge, reduction=reduction, name=name)
+    def __init__(self, reduction="sum_over_batch_size", name="categorical_hinge", dtype=None):
+        super().__init__(categorical_hinge, reduction=reduction, name=name, dtype=dtype)
 
 
 class KLDivergence(_BuiltinLoss):
-    def __init__(self, reduction="sum_over_batch_size", name="kl_divergence"):
-        super().__init__(kl_divergence, reduction=reduction, name=name)
+    def __init__(self, reduction="sum_over_batch_size", name="kl_divergence", dtype=None):
+        super().__init__(kl_divergence, reduction=reduction, name=name, dtype=dtype)
 
 
 class Poisson(_BuiltinLoss):
-    def __init__(self, reduction="sum_over_batch_size", name="poisson"):
-        super().__init__(poisson, reduction=reduction, name=name)
+    def __init__(self, reduction="sum_over_batch_size", name="poisson", dtype=None):
+        super().__init__(poisson, reduction=reduction, name=name, dtype=dtype)
 
 
 class LogCosh(_BuiltinLoss):
-    def __init__(self, reduction="sum_over_batch_size", name="log_cosh"):
-        super().__init__(log_cosh, reduction=reduction, name=name)
+    def __init__(self, reduction="sum_over_batch_size", name="log_cosh", dtype=None):
+        super().__init__(log_cosh, reduction=reduction, name=name, dtype=dtype)
 
 
 class CosineSimilarity(_BuiltinLoss):
-    def __init__(self, axis=-1, reduction="sum_over_batch_size", name="cosine_similarity"):
-        super().__init__(cosine_similarity, reduction=reduction, name=name, axis=axis)
+    def __init__(self, axis=-1, reduction="sum_over_batch_size", name="cosine_similarity",
+                 dtype=None):
+        super().__init__(cosine_similarity, reduction=reduction, name=name, dtype=dtype,
+                         axis=axis)
         self.axis = axis
 
 

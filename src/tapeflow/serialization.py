@@ -2,7 +2,8 @@
 
 Each kind of named object declares its table once, in its own module
 (``losses.REGISTRY``, ``metrics.REGISTRY``, ``optimizers.REGISTRY``,
-``initializers.REGISTRY``, ``regularizers.REGISTRY``, ``activations.REGISTRY``),
+``initializers.REGISTRY``, ``regularizers.REGISTRY``, ``constraints.REGISTRY``,
+``activations.REGISTRY``),
 and that module's ``get``, ``serialize`` and ``deserialize`` are the registry's.
 User code (``compile(loss="mse")``, ``Dense(kernel_initializer="he_normal")``)
 and config or checkpoint loading go through the same ``get``.
@@ -48,6 +49,7 @@ The kinds differ only in these options (as Keras's do)::
     optimizer    Optimizer     an error        an error
     initializer  Initializer   None            the function
     regularizer  Regularizer   None            the function
+    constraint   Constraint    None            the function
     activation   (none)        linear          the function  (no classes, so no config dicts)
 
 ``serialize(obj)`` writes an object of the kind as ``{"class_name", "config"}`` and a

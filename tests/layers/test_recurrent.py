@@ -418,8 +418,10 @@ def test_errors_say_what_is_wrong():
         layers.LSTM(0)
     with pytest.raises(ValueError, match="dropout"):
         layers.GRU(2, dropout=1.0)
-    with pytest.raises(ValueError, match="stateful"):
-        layers.LSTM(2, stateful=True)
+    with pytest.raises(ValueError, match="stateful=True.*batch size must be static"):
+        layers.LSTM(2, stateful=True).build((None, 3, 4))
+    with pytest.raises(ValueError, match="RNN is stateful, the batch size"):  # a free batch
+        layers.LSTM(2, stateful=True)(tf.keras.Input((3, 4)))
     with pytest.raises(ValueError, match="timesteps, features"):
         layers.LSTM(2)(np.zeros((2, 3), np.float32))
     with pytest.raises(ValueError, match="merge_mode"):

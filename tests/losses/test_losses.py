@@ -153,11 +153,6 @@ def test_sparse_shape_mismatch_and_out_of_range_labels_are_value_errors():
         tf.losses.sparse_categorical_crossentropy(np.array([0, -1, 1]), p)
 
 
-def test_ignore_class_is_refused_clearly():
-    with pytest.raises(NotImplementedError, match="ignore_class"):
-        tf.losses.SparseCategoricalCrossentropy(ignore_class=255)
-
-
 def test_categorical_crossentropy_warns_about_one_column():
     with pytest.warns(SyntaxWarning, match="binary_crossentropy"):
         tf.losses.categorical_crossentropy(np.ones((3, 1)), np.ones((3, 1)))

@@ -3,13 +3,12 @@ runs unchanged, ``from tapeflow.keras.layers import Dense`` included.
 
 Each submodule is a real module that names tapeflow's objects (the same objects:
 ``tf.keras.layers.Dense is tapeflow.layers.Dense``); the code lives in tapeflow's own
-packages.  Keras 3 has ``keras.constraints`` too: tapeflow has no constraint classes (a
-Variable takes any callable as its ``constraint``), so there is none here.
+packages.
 """
 import importlib
 
-from . import activations, backend, callbacks, initializers, layers, losses, metrics, models
-from . import ops, optimizers, preprocessing, regularizers, saving, utils
+from . import activations, backend, callbacks, constraints, initializers, layers, losses
+from . import metrics, models, ops, optimizers, preprocessing, regularizers, saving, utils
 from ..initializers import Initializer
 from ..layers import Input, Layer
 from ..losses import Loss
@@ -21,8 +20,8 @@ from ..serialization import register_serializable
 
 # ``wrappers`` is left out, so that ``from tapeflow.keras import *`` needs no scikit-learn.
 __all__ = [
-    "activations", "backend", "callbacks", "initializers", "layers", "losses", "metrics",
-    "models", "ops", "optimizers", "preprocessing", "regularizers", "saving", "utils",
+    "activations", "backend", "callbacks", "constraints", "initializers", "layers", "losses",
+    "metrics", "models", "ops", "optimizers", "preprocessing", "regularizers", "saving", "utils",
     "Input", "Initializer", "Layer", "Loss", "Metric", "Model", "Optimizer", "Regularizer",
     "Sequential", "register_serializable",
 ]

@@ -8,7 +8,7 @@ config; the math reuses the primitives of ``ops.elementwise`` / ``ops.nn``
 """
 import warnings
 
-from .. import initializers, regularizers
+from .. import constraints, initializers, regularizers
 from ..ops.arithmetic import minimum
 from ..ops.elementwise import elu, exp, leaky_relu, relu
 from ..ops.nn import softmax
@@ -120,7 +120,7 @@ class PReLU(_Elementwise):
         super().__init__(**kwargs)
         self.alpha_initializer = initializers.get(alpha_initializer)
         self.alpha_regularizer = regularizers.get(alpha_regularizer)
-        self.alpha_constraint = alpha_constraint  # a callable, as Dense's constraints (no registry)
+        self.alpha_constraint = constraints.get(alpha_constraint)
         if shared_axes is None:
             self.shared_axes = None
         elif isinstance(shared_axes, int):
@@ -152,6 +152,7 @@ class PReLU(_Elementwise):
         return {**super().get_config(),
                 "alpha_initializer": initializers.serialize(self.alpha_initializer),
                 "alpha_regularizer": _maybe(self.alpha_regularizer),
+                "alpha_constraint": constraints.serialize(self.alpha_constraint),
                 "shared_axes": self.shared_axes}
 
 

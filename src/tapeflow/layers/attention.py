@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .. import backend, initializers, regularizers
+from .. import backend, constraints, initializers, regularizers
 from ..core.tensor import Tensor, convert_to_tensor
 from ..ops.arithmetic import logical_and
 from ..ops.elementwise import tanh
@@ -250,12 +250,7 @@ class MultiHeadAttention(Layer):
         self._output_shape = output_shape
         if attention_axes is not None:
             axes = (attention_axes,) if isinstance(attention_axes, int) else tuple(attention_axes)
-            if axes not in ((1,), (-2,)):
-                raise NotImplementedError(
-                    f"MultiHeadAttention: attention_axes={attention_axes!r} is not supported; "
-                    f"tapeflow attends over the last-but-one axis of rank-3 inputs "
-                    f"(attention_axes=None or (1,))")
-            attention_axes = list(axes)
+            attention_axes = [int(a) for a in axes]  # checked against the rank when built
         self.attention_axes = attention_axes
         if activity_regularizer is not None:
             raise NotImplementedError("MultiHeadAttention: activity_regularizer is not supported")
@@ -263,17 +258,25 @@ class MultiHeadAttention(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = kernel_constraint
-        self.bias_constraint = bias_constraint
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.seed = seed
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         value_shape = query_shape if value_shape is None else value_shape
         key_shape = value_shape if key_shape is None else key_shape
         for what, shape in (("query", query_shape), ("value", value_shape), ("key", key_shape)):
-            if len(shape) != 3 or shape[-1] is None:
+            if len(shape) < 3 or shape[-1] is None:
                 raise ValueError(f"{self.name}: {what} must have shape (batch, time, features) "
-                                 f"with known features, got {tuple(shape)}")
+                                 f"(or batch, positions..., features) with known features, got "
+                                 f"{tuple(shape)}")
+        rank = len(query_shape)
+        if self.attention_axes is not None and \
+                sorted(a % rank for a in self.attention_axes) != list(range(1, rank - 1)):
+            raise NotImplementedError(
+                f"{self.name}: attention_axes={self.attention_axes!r} is not supported for "
+                f"inputs of rank {rank}; tapeflow attends over every axis between the batch and "
+                f"the features, jointly (attention_axes=None, or all of those axes)")
         out = self._output_shape or (query_shape[-1],)
         heads = self.num_heads
         self._query_dense = self._projection("query", "heads",
@@ -311,6 +314,16 @@ class MultiHeadAttention(Layer):
         dtype = self._np_dtype
         query, value = _as_tensor(query, dtype), _as_tensor(value, dtype)
         key = value if key is None else _as_tensor(key, dtype)
+        positions = tuple(query.shape[1:-1]), tuple(value.shape[1:-1])
+        if query.ndim > 3 or value.ndim > 3 or key.ndim > 3:
+            # Keras's attention_axes=None: every axis between batch and features, attended
+            # jointly, which is attention over those positions flattened into one axis
+            query, value, key = (_flat_positions(x) for x in (query, value, key))
+            masks = [None if m is None else _flat_positions(convert_to_tensor(m), features=False)
+                     for m in masks]
+            if attention_mask is not None:
+                attention_mask = reshape(convert_to_tensor(attention_mask),
+                                         (-1, query.shape[1], value.shape[1]))
         _check_shapes(self.name, query=query, value=value, key=key)
         for what, x, dense in (("query", query, self._query_dense),
                                ("value", value, self._value_dense), ("key", key, self._key_dense)):
@@ -330,6 +343,9 @@ class MultiHeadAttention(Layer):
         if training and self.dropout > 0:
             attended = dropout(weights, self.dropout, seed=self.seed)
         output = self._output_dense(matmul(attended, v))                 # (B, H, Tq, Dv) in
+        if len(positions[0]) > 1 or len(positions[1]) > 1:  # the positions' own axes again
+            output = reshape(output, (-1,) + positions[0] + tuple(output.shape[2:]))
+            weights = reshape(weights, (-1, self.num_heads) + positions[0] + positions[1])
         return (output, weights) if return_attention_scores else output
 
     def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
@@ -343,7 +359,9 @@ class MultiHeadAttention(Layer):
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
                 "kernel_regularizer": _maybe(self.kernel_regularizer),
-                "bias_regularizer": _maybe(self.bias_regularizer), "seed": self.seed}
+                "bias_regularizer": _maybe(self.bias_regularizer),
+                "kernel_constraint": constraints.serialize(self.kernel_constraint),
+                "bias_constraint": constraints.serialize(self.bias_constraint), "seed": self.seed}
 
 
 def _keep_mask(masks, scores, attention_mask, use_causal_mask):
@@ -355,6 +373,15 @@ def _keep_mask(masks, scores, attention_mask, use_causal_mask):
                     None if v_mask is None else _expand(_combine(v_mask), -2),
                     None if k_mask is None else _expand(_combine(k_mask), -2),
                     _causal(scores) if use_causal_mask else None)
+
+
+def _flat_positions(x, features=True):
+    """``(batch, positions..., features)`` as ``(batch, positions, features)`` (a mask,
+    ``features=False``: ``(batch, positions...)`` as ``(batch, positions)``)."""
+    if x.ndim == (3 if features else 2):
+        return x
+    tail = (x.shape[-1],) if features else ()
+    return reshape(x, (-1, math.prod(x.shape[1:x.ndim - len(tail)])) + tail)
 
 
 def _shape(x):

@@ -19,6 +19,7 @@ penalty on the outputs are the last call's -- the outermost layer call clears
 those of its whole tree first -- and ``losses`` lists them, then the weights'
 regularization penalties.  ``Model.compute_loss`` adds them to the compiled loss.
 """
+import functools
 import inspect
 import weakref
 
@@ -301,6 +302,9 @@ class Layer:
         elif isinstance(inputs, Tensor) and inputs._value.dtype != self._np_dtype \
                 and inputs._value.dtype.kind == "f" and self._autocast:
             inputs = cast(inputs, self._np_dtype)
+        if args:  # Keras 3's CallSpec: layer(x, mask) is call(x, mask=mask) where call says so
+            args = _positional_as_keywords(self, args, kwargs)
+            training = kwargs.pop("training", training)
         if self._call_takes_training:
             kwargs["training"] = training
         mask = _mask_argument(self, inputs, kwargs)
@@ -369,6 +373,34 @@ def _mask_argument(layer, inputs, kwargs):
     if mask is not None and layer._call_takes_mask:
         kwargs["mask"] = mask
     return mask
+
+
+def _positional_as_keywords(layer, args, kwargs):
+    """Arguments after ``inputs`` moved into ``kwargs`` under the names ``call`` gives them,
+    so a mask or ``training`` passed by position is seen as one (a ``call(inputs, *args)``
+    keeps them by position).  Returns the positional arguments left."""
+    names = _call_argument_names(type(layer).call)
+    if names is None:
+        return args
+    if len(args) > len(names):
+        raise TypeError(f"{layer.name}: {type(layer).__name__}.call takes inputs and "
+                        f"{len(names)} more argument(s) {list(names)}, got {len(args)} more "
+                        f"by position")
+    for name, value in zip(names, args):
+        if name in kwargs:
+            raise TypeError(f"{layer.name}: '{name}' given by position and by keyword")
+        kwargs[name] = value
+    return ()
+
+
+@functools.lru_cache(maxsize=None)
+def _call_argument_names(call):
+    """The names of ``call``'s parameters after ``inputs`` that a position can fill, or None
+    when it takes ``*args``."""
+    params = list(inspect.signature(call).parameters.values())[2:]  # self, inputs
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None
+    return tuple(p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD)
 
 
 def _with_mask(layer, inputs, outputs, mask):

@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from .. import activations, initializers, regularizers
+from .. import activations, constraints, initializers, regularizers
 
 from ..ops.nn import dropout
 from ..ops.shape import reshape
@@ -38,8 +38,8 @@ class Dense(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = kernel_constraint
-        self.bias_constraint = bias_constraint
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.kernel = None
         self.bias = None
 
@@ -78,7 +78,9 @@ class Dense(Layer):
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
                 "kernel_regularizer": _maybe(self.kernel_regularizer),
-                "bias_regularizer": _maybe(self.bias_regularizer)}
+                "bias_regularizer": _maybe(self.bias_regularizer),
+                "kernel_constraint": constraints.serialize(self.kernel_constraint),
+                "bias_constraint": constraints.serialize(self.bias_constraint)}
 
 
 def _maybe(obj):

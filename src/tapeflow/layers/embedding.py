@@ -7,7 +7,7 @@ masks the steps whose features all equal ``mask_value``.
 """
 import numpy as np
 
-from .. import backend, initializers, regularizers
+from .. import backend, constraints, initializers, regularizers
 from ..core.tensor import Tensor
 from ..ops.arithmetic import not_equal
 from ..ops.reduce import reduce_any
@@ -47,19 +47,24 @@ class Embedding(Layer):
         self.output_dim = _positive_int(output_dim, "Embedding output_dim")
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
-        self.embeddings_constraint = embeddings_constraint
+        self.embeddings_constraint = constraints.get(embeddings_constraint)
         self.mask_zero = bool(mask_zero)
         self.input_length = input_length
-        # Keras's weights=[table] (a pretrained table, often with trainable=False)
-        self._initial_table = None if weights is None else _table(weights[0])
+        # Keras's weights=[table] or weights=table (a pretrained table, often with
+        # trainable=False): the layer is built at once with it, as Keras 3's
+        if isinstance(weights, (list, tuple)) and len(weights) == 1:
+            weights = weights[0]
+        self._initial_table = None if weights is None else _table(weights)
         if self._initial_table is not None and \
                 self._initial_table.shape != (self.input_dim, self.output_dim):
             raise ValueError(f"{self.name}: weights=[table] needs a table of shape "
                              f"({self.input_dim}, {self.output_dim}), got "
                              f"{self._initial_table.shape}")
         self.embeddings = None
+        if self._initial_table is not None:
+            self.build()
 
-    def build(self, input_shape):
+    def build(self, input_shape=None):  # the table's shape does not depend on the input's
         self.embeddings = self.add_weight(
             "embeddings", (self.input_dim, self.output_dim), self.embeddings_initializer,
             regularizer=self.embeddings_regularizer, constraint=self.embeddings_constraint)
@@ -100,6 +105,7 @@ class Embedding(Layer):
                 "output_dim": self.output_dim,
                 "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
                 "embeddings_regularizer": None if reg is None else serialize(reg),
+                "embeddings_constraint": constraints.serialize(self.embeddings_constraint),
                 "mask_zero": self.mask_zero, "input_length": self.input_length}
 
 
@@ -112,10 +118,17 @@ class Masking(Layer):
 
     def __init__(self, mask_value=0.0, **kwargs):
         super().__init__(**kwargs)
-        self.mask_value = float(mask_value)
+        self.mask_value = _one_number(mask_value, self.name)
 
     def _keep(self, inputs):
-        return reduce_any(not_equal(inputs, self.mask_value), axis=-1)
+        dtype = inputs._value.dtype
+        value = self.mask_value
+        if dtype.kind in "iub":  # integer data: compare as integers where the value is whole
+            if value.is_integer():
+                value = dtype.type(value)
+            else:
+                inputs = cast(inputs, "float64")
+        return reduce_any(not_equal(inputs, value), axis=-1)
 
     def call(self, inputs):
         keep = self._keep(inputs)
@@ -131,6 +144,15 @@ class Masking(Layer):
 
     def get_config(self):
         return {**super().get_config(), "mask_value": self.mask_value}
+
+
+def _one_number(value, name):
+    """``mask_value`` as a float: a number, or a one-element array or tensor (Keras 3 takes
+    ``Masking(mask_value=ops.convert_to_tensor([0.0]))``)."""
+    array = np.asarray(backend.to_host(value._value) if isinstance(value, Tensor) else value)
+    if array.size != 1 or array.dtype.kind not in "iufb":
+        raise ValueError(f"{name}: mask_value must be one number, got {value!r}")
+    return float(array.reshape(()))
 
 
 def _table(table):

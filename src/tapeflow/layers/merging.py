@@ -6,7 +6,7 @@ The elementwise merges take inputs of one shape, or shapes that broadcast
 exactly two.  Shapes are checked when the layer is built (on its first call,
 symbolic or not) and on every call, with one error naming the shapes.  The
 lower-case functions (``concatenate([a, b])``, ``add``...) make the layer and
-call it, as Keras's.
+call it, as Keras's.  Inputs' Keras masks combine as Keras 3's do (``merging_masks.py``).
 """
 import functools
 import math
@@ -15,6 +15,9 @@ from ..ops import arithmetic
 from ..ops.nn import l2_normalize
 from ..ops.shape import concat, reshape, transpose
 from .base import Layer
+from .merging_masks import (
+    checked_masks, concatenated_mask, elementwise_mask, masked_extremum, masked_product, masks_of,
+)
 
 __all__ = ["Concatenate", "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Dot",
            "concatenate", "add", "subtract", "multiply", "average", "maximum", "minimum", "dot"]
@@ -77,10 +80,28 @@ class _Elementwise(Layer):
 
     def call(self, inputs):
         _broadcast(self, _shapes(self, inputs, self._count))
-        return self._merge(list(inputs))
+        masks = masks_of(inputs)
+        if masks is None:
+            return self._merge(list(inputs))
+        return _masked(self._merge_masked(list(inputs), masks), inputs,
+                       elementwise_mask(masks))
+
+    def _merge_masked(self, xs, masks):
+        """The merge of inputs some of which carry masks (most merges ignore them)."""
+        return self._merge(xs)
+
+    def compute_mask(self, inputs, mask=None):
+        return elementwise_mask(checked_masks(self, inputs, mask))
 
     def compute_output_shape(self, input_shape):
         return _broadcast(self, _shapes(self, input_shape, self._count))
+
+
+def _masked(output, inputs, mask):
+    """``output`` carrying ``mask`` (not when it is one of the inputs, whose mask stays)."""
+    if mask is not None and not any(output is x for x in inputs):
+        output._keras_mask = mask
+    return output
 
 
 class Add(_Elementwise):
@@ -105,6 +126,9 @@ class Multiply(_Elementwise):
     def _merge(self, xs):
         return functools.reduce(arithmetic.multiply, xs)
 
+    def _merge_masked(self, xs, masks):
+        return masked_product(xs, masks)
+
 
 class Average(_Elementwise):
     """The mean of the inputs."""
@@ -119,12 +143,18 @@ class Maximum(_Elementwise):
     def _merge(self, xs):
         return functools.reduce(arithmetic.maximum, xs)
 
+    def _merge_masked(self, xs, masks):
+        return masked_extremum(arithmetic.maximum, xs, masks)
+
 
 class Minimum(_Elementwise):
     """The elementwise minimum of the inputs."""
 
     def _merge(self, xs):
         return functools.reduce(arithmetic.minimum, xs)
+
+    def _merge_masked(self, xs, masks):
+        return masked_extremum(arithmetic.minimum, xs, masks)
 
 
 class Concatenate(Layer):
@@ -142,7 +172,14 @@ class Concatenate(Layer):
 
     def call(self, inputs):
         self.compute_output_shape(inputs)
-        return concat(list(inputs), axis=self.axis)
+        output = concat(list(inputs), axis=self.axis)
+        masks = masks_of(inputs)
+        return output if masks is None else \
+            _masked(output, inputs, concatenated_mask(inputs, masks, self.axis))
+
+    def compute_mask(self, inputs, mask=None):
+        masks = checked_masks(self, inputs, mask)
+        return None if masks is None else concatenated_mask(inputs, masks, self.axis)
 
     def compute_output_shape(self, input_shape):
         shapes = _shapes(self, input_shape)

@@ -11,11 +11,14 @@ penalty.
 """
 
 
+from .. import backend, constraints, initializers, regularizers
 from ..core.context import context
-from ..core.tensor import Tensor
-from ..ops.elementwise import rsqrt
+from ..core.tensor import Tensor, convert_to_tensor
+from ..ops.arithmetic import not_equal
+from ..ops.elementwise import rsqrt, square
 from ..ops.nn import moments
-from ..ops.shape import cast, reshape
+from ..ops.reduce import reduce_sum
+from ..ops.shape import broadcast_to, cast, expand_dims, reshape, where
 from .base import Layer
 
 __all__ = ["BatchNormalization", "LayerNormalization"]
@@ -26,18 +29,18 @@ class BatchNormalization(Layer):
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones",
-                 moving_mean_initializer="zeros", moving_variance_initializer="ones", **kwargs):
+                 moving_mean_initializer="zeros", moving_variance_initializer="ones",
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
         self.axis = int(axis)
         self.momentum = float(momentum)
         self.epsilon = float(epsilon)
-        self.center = bool(center)
-        self.scale = bool(scale)
-        self.beta_initializer = beta_initializer
-        self.gamma_initializer = gamma_initializer
-        self.moving_mean_initializer = moving_mean_initializer
-        self.moving_variance_initializer = moving_variance_initializer
-        self.gamma = self.beta = None
+        _set_affine_arguments(self, center, scale, beta_initializer, gamma_initializer,
+                              beta_regularizer, gamma_regularizer, beta_constraint,
+                              gamma_constraint)
+        self.moving_mean_initializer = initializers.get(moving_mean_initializer)
+        self.moving_variance_initializer = initializers.get(moving_variance_initializer)
 
     def build(self, input_shape):
         ndim = len(input_shape)
@@ -46,19 +49,21 @@ class BatchNormalization(Layer):
         self._reduction_axes = [i for i in range(ndim) if i != axis]
         self._broadcast_shape = [1] * ndim
         self._broadcast_shape[axis] = dim
-        if self.scale:
-            self.gamma = self.add_weight("gamma", (dim,), self.gamma_initializer)
-        if self.center:
-            self.beta = self.add_weight("beta", (dim,), self.beta_initializer)
+        _add_affine_weights(self, (dim,), scale=self.scale, center=self.center)
         self.moving_mean = self.add_weight("moving_mean", (dim,), self.moving_mean_initializer,
                                            trainable=False)
         self.moving_variance = self.add_weight("moving_variance", (dim,),
                                                self.moving_variance_initializer, trainable=False)
         self.built = True
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, mask=None):
+        if mask is not None and len(mask.shape) != inputs.ndim - 1:
+            raise ValueError(f"{self.name}: The mask provided should be one dimension less than "
+                             f"the inputs. Received: mask.shape={tuple(mask.shape)}, "
+                             f"inputs.shape={tuple(inputs.shape)}")
         if training and self.trainable:
-            mean, variance = moments(inputs, axes=self._reduction_axes)
+            mean, variance = moments(inputs, axes=self._reduction_axes) if mask is None else \
+                _masked_moments(inputs, mask, self._reduction_axes)
             self._update_moving(self.moving_mean, mean)
             self._update_moving(self.moving_variance, variance)
         else:
@@ -89,8 +94,11 @@ class BatchNormalization(Layer):
         return tuple(input_shape)
 
     def get_config(self):
+        init = initializers.serialize
         return {**super().get_config(), "axis": self.axis, "momentum": self.momentum,
-                "epsilon": self.epsilon, "center": self.center, "scale": self.scale}
+                "epsilon": self.epsilon, **_affine_config(self),
+                "moving_mean_initializer": init(self.moving_mean_initializer),
+                "moving_variance_initializer": init(self.moving_variance_initializer)}
 
 
 
@@ -98,37 +106,37 @@ class BatchNormalization(Layer):
 class LayerNormalization(Layer):
     """Each example normalized over ``axis`` (the last by default): ``(x - mean) /
     sqrt(variance + epsilon) * gamma + beta``, the statistics of that example alone, so the
-    same in training and inference (Keras 3's formula and defaults)."""
+    same in training and inference (Keras 3's formula and defaults).  ``rms_scaling=True``:
+    ``x / sqrt(variance + epsilon) * gamma``, no centering and no beta (Keras 3's)."""
     supports_masking = True  # a mask on the input passes through, as in Keras
 
-    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
-                 beta_initializer="zeros", gamma_initializer="ones", **kwargs):
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, rms_scaling=False,
+                 beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
+                 gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
         self.axis = tuple(axis) if isinstance(axis, (list, tuple)) else (int(axis),)
         self.epsilon = float(epsilon)
-        self.center = bool(center)
-        self.scale = bool(scale)
-        self.beta_initializer = beta_initializer
-        self.gamma_initializer = gamma_initializer
-        self.gamma = self.beta = None
+        self.rms_scaling = bool(rms_scaling)
+        _set_affine_arguments(self, center, scale, beta_initializer, gamma_initializer,
+                              beta_regularizer, gamma_regularizer, beta_constraint,
+                              gamma_constraint)
 
     def build(self, input_shape):
         ndim = len(input_shape)
         self._axes = sorted(a % ndim for a in self.axis)
         shape = tuple(input_shape[a] for a in self._axes)
         self._broadcast_shape = [input_shape[i] if i in self._axes else 1 for i in range(ndim)]
-        if self.scale:
-            self.gamma = self.add_weight("gamma", shape, self.gamma_initializer)
-        if self.center:
-            self.beta = self.add_weight("beta", shape, self.beta_initializer)
+        rms = self.rms_scaling  # gamma always, beta never
+        _add_affine_weights(self, shape, scale=self.scale or rms, center=self.center and not rms)
         self.built = True
 
     def call(self, inputs):
         mean, variance = moments(inputs, axes=self._axes, keepdims=True)
-        out = (inputs - mean) * rsqrt(variance + self.epsilon)
-        if self.scale:
+        inv = rsqrt(variance + self.epsilon)
+        out = inputs * inv if self.rms_scaling else (inputs - mean) * inv
+        if self.gamma is not None:
             out = out * reshape(self.gamma, self._broadcast_shape)
-        if self.center:
+        if self.beta is not None:
             out = out + reshape(self.beta, self._broadcast_shape)
         return out
 
@@ -137,4 +145,53 @@ class LayerNormalization(Layer):
 
     def get_config(self):
         return {**super().get_config(), "axis": list(self.axis), "epsilon": self.epsilon,
-                "center": self.center, "scale": self.scale}
+                "rms_scaling": self.rms_scaling, **_affine_config(self)}
+
+
+def _masked_moments(inputs, mask, axes):
+    """Mean and (biased) variance over ``axes`` of the steps the mask keeps (Keras 3's
+    ``_moments``): a padded step does not move the batch statistics.  All masked: zeros."""
+    mask = convert_to_tensor(mask)
+    mask = mask if mask._value.dtype.kind == "b" else not_equal(mask, 0)
+    keep = expand_dims(mask, -1)
+    kept = where(keep, inputs, 0.0)
+    weights = broadcast_to(cast(keep, inputs._value.dtype), tuple(inputs.shape))
+    count = reduce_sum(weights, axis=axes, keepdims=True) + backend.EPSILON
+    mean = reduce_sum(kept, axis=axes, keepdims=True) / count
+    variance = reduce_sum(square(where(keep, inputs - mean, 0.0)), axis=axes, keepdims=True) / count
+    return reshape(mean, (-1,)), reshape(variance, (-1,))
+
+
+# --- gamma and beta: the arguments both layers share -------------------------------------------
+def _set_affine_arguments(layer, center, scale, beta_initializer, gamma_initializer,
+                          beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint):
+    layer.center = bool(center)
+    layer.scale = bool(scale)
+    layer.beta_initializer = initializers.get(beta_initializer)
+    layer.gamma_initializer = initializers.get(gamma_initializer)
+    layer.beta_regularizer = regularizers.get(beta_regularizer)
+    layer.gamma_regularizer = regularizers.get(gamma_regularizer)
+    layer.beta_constraint = constraints.get(beta_constraint)
+    layer.gamma_constraint = constraints.get(gamma_constraint)
+    layer.gamma = layer.beta = None
+
+
+def _add_affine_weights(layer, shape, *, scale, center):
+    if scale:
+        layer.gamma = layer.add_weight("gamma", shape, layer.gamma_initializer,
+                                       regularizer=layer.gamma_regularizer,
+                                       constraint=layer.gamma_constraint)
+    if center:
+        layer.beta = layer.add_weight("beta", shape, layer.beta_initializer,
+                                      regularizer=layer.beta_regularizer,
+                                      constraint=layer.beta_constraint)
+
+
+def _affine_config(layer):
+    return {"center": layer.center, "scale": layer.scale,
+            "beta_initializer": initializers.serialize(layer.beta_initializer),
+            "gamma_initializer": initializers.serialize(layer.gamma_initializer),
+            "beta_regularizer": regularizers.serialize(layer.beta_regularizer),
+            "gamma_regularizer": regularizers.serialize(layer.gamma_regularizer),
+            "beta_constraint": constraints.serialize(layer.beta_constraint),
+            "gamma_constraint": constraints.serialize(layer.gamma_constraint)}

@@ -21,23 +21,44 @@ __all__ = ["Normalization", "Rescaling", "UnitNormalization"]
 
 
 class Normalization(Layer):
+    """``axis``: the axis (an int) or axes (a tuple) that keep a mean and variance per index,
+    as Keras 3's; the statistics are over the others.  None: one mean and variance overall."""
+
     def __init__(self, axis=-1, mean=None, variance=None, **kwargs):
         super().__init__(**kwargs)
         if (mean is None) != (variance is None):
             raise ValueError("Normalization: give both mean and variance, or neither (then adapt)")
+        if isinstance(axis, (list, tuple)):
+            axis = tuple(int(a) for a in axis)
+        elif axis is not None:
+            axis = int(axis)
         self.axis = axis
         # host copies (a few numbers, read once when the layer builds); device data allowed
         self._init_mean = None if mean is None else _host(mean, self._np_dtype)
         self._init_variance = None if variance is None else _host(variance, self._np_dtype)
         self.mean = self.variance = None
 
+    def _kept_axes(self, ndim):
+        axes = () if self.axis is None else \
+            self.axis if isinstance(self.axis, tuple) else (self.axis,)
+        if any(not -ndim <= a < ndim for a in axes):
+            raise ValueError(f"{self.name}: All `axis` values must be in the range [-{ndim}, "
+                             f"{ndim}), got axis={self.axis!r} for inputs of rank {ndim}")
+        return tuple(sorted(a % ndim for a in axes))
+
     def build(self, input_shape):
-        dim = input_shape[self.axis]
-        self.mean = self.add_weight("mean", (dim,), "zeros", trainable=False)
-        self.variance = self.add_weight("variance", (dim,), "ones", trainable=False)
+        ndim = len(input_shape)
+        kept = self._kept_axes(ndim)
+        shape = tuple(input_shape[a] for a in kept)
+        if None in shape:
+            raise ValueError(f"{self.name}: All `axis` values to be kept must have a known "
+                             f"shape, got input shape {tuple(input_shape)}")
+        self._broadcast_shape = [input_shape[i] if i in kept else 1 for i in range(ndim)]
+        self.mean = self.add_weight("mean", shape, "zeros", trainable=False)
+        self.variance = self.add_weight("variance", shape, "ones", trainable=False)
         if self._init_mean is not None:
-            self.mean.assign(np.broadcast_to(self._init_mean, (dim,)))
-            self.variance.assign(np.broadcast_to(self._init_variance, (dim,)))
+            self.mean.assign(np.broadcast_to(self._init_mean, shape))
+            self.variance.assign(np.broadcast_to(self._init_variance, shape))
         self.built = True
 
     def adapt(self, data):
@@ -48,15 +69,19 @@ class Normalization(Layer):
             data = data.reshape(-1, 1)
         if not self.built:
             self.build(data.shape)
-        axes = tuple(i for i in range(data.ndim) if i != self.axis % data.ndim)
+        kept = self._kept_axes(data.ndim)
+        if tuple(data.shape[a] for a in kept) != tuple(self.mean.shape):
+            raise ValueError(f"{self.name}: adapt got data of an incompatible shape "
+                             f"{data.shape}: the layer keeps statistics of shape "
+                             f"{tuple(self.mean.shape)} along axis {self.axis!r}")
+        axes = tuple(i for i in range(data.ndim) if i not in kept)
         self.mean.assign(data.mean(axis=axes).astype(self._np_dtype))
         self.variance.assign(data.var(axis=axes).astype(self._np_dtype))
 
     def call(self, inputs):
         # the statistics are read from their Variables (not their arrays), so a traced call
         # sees the values a later adapt or load_weights assigns
-        shape = [1] * inputs.ndim
-        shape[self.axis] = -1
+        shape = self._broadcast_shape
         mean = reshape(self.mean, shape)
         std = maximum(sqrt(reshape(self.variance, shape)), backend.EPSILON)
         return (inputs - mean) / std
@@ -65,7 +90,11 @@ class Normalization(Layer):
         return tuple(input_shape)
 
     def get_config(self):
-        return {**super().get_config(), "axis": self.axis}
+        # the statistics given to the constructor, as Keras 3's (adapted ones are weights)
+        axis = list(self.axis) if isinstance(self.axis, tuple) else self.axis
+        return {**super().get_config(), "axis": axis,
+                "mean": None if self._init_mean is None else self._init_mean.tolist(),
+                "variance": None if self._init_variance is None else self._init_variance.tolist()}
 
 
 class Rescaling(Layer):

@@ -10,11 +10,16 @@ Masking is Keras's: with a mask (from ``Embedding(mask_zero=True)``, ``Masking``
 output again (zeros before the first unmasked step; zeros at every masked step with
 ``zero_output_for_mask=True``), so trailing padding leaves the last real output in place.  ``go_backwards`` runs the sequence from its end and returns the outputs in
 that (reversed) order; ``Bidirectional`` reverses its backward layer's back.
+
+``stateful=True`` (Keras 3's): the last states of one call are the initial states of the next,
+kept in untracked Variables ``layer.states`` (not weights: they are not saved), for the batch
+size the layer was built for; ``reset_state()`` zeroes them.
 """
-from ..core.tensor import convert_to_tensor
+from ..core.context import init_scope
+from ..core.tensor import Variable, convert_to_tensor
 from ..ops.arithmetic import not_equal
 from ..ops.nn import dropout as dropout_op
-from ..ops.creation import ones
+from ..ops.creation import ones, zeros
 from ..ops.shape import cast, concat, reverse, unstack, where
 from ..serialization import deserialize, serialize, snake_case
 from .base import Layer, _unique_name, name_scope
@@ -34,14 +39,12 @@ class RNN(Layer):
         if not isinstance(cell, _Cell):
             raise TypeError(f"{type(self).__name__}: the cell must be a SimpleRNNCell, LSTMCell "
                             f"or GRUCell, got {type(cell).__name__}")
-        if stateful:
-            raise ValueError(f"{type(self).__name__}: stateful=True is not supported (pass the "
-                             f"last states back with return_state=True and initial_state=)")
         self.cell = cell
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
-        self.stateful = False
+        self.stateful = bool(stateful)
+        object.__setattr__(self, "states", None)  # untracked: not weights, as Keras 3's
         self.unroll = bool(unroll)  # accepted: the loop is always unrolled
         self.zero_output_for_mask = bool(zero_output_for_mask)  # masked steps output 0
 
@@ -56,7 +59,29 @@ class RNN(Layer):
         if not self.cell.built:
             self.cell.build((input_shape[0], input_shape[-1]))
             self.cell.built = True
+        if self.stateful:
+            self._build_states(input_shape[0])
         self.built = True
+
+    def _build_states(self, batch_size):
+        if self.states is not None:
+            self.reset_state()
+            return
+        if batch_size is None:
+            raise ValueError(f"{self.name}: When using `stateful=True` in a RNN, the batch size "
+                             f"must be static (give the Input a batch_size or batch_shape)")
+        with init_scope():
+            states = [Variable(zeros((batch_size, self.cell.units), self.dtype), trainable=False,
+                               name=f"{self.name}/rnn_state_{name}")
+                      for name in self.cell.state_names]
+        object.__setattr__(self, "states", states)
+
+    def reset_state(self):
+        """Zero the states a stateful layer carries from call to call."""
+        for v in self.states or ():
+            v.assign(zeros(tuple(v.shape), v._value.dtype))
+
+    reset_states = reset_state  # Keras 2's name
 
     def call(self, inputs, mask=None, training=None, initial_state=None):
         if inputs.ndim != 3:
@@ -78,6 +103,8 @@ class RNN(Layer):
             recurrent_mask = dropout_op(ones((inputs.shape[0], cell.units), inputs.dtype),
                                         cell.recurrent_dropout, seed=cell.seed)
         states = self._initial_states(initial_state)
+        if self.stateful and initial_state is None:
+            states = self._carried_states(inputs.shape[0])
         steps = unstack(cell.project(inputs), axis=1)
         # [:, t, None] and concat, not expand_dims and stack (reshapes to a shape holding the
         # batch size): a traced graph then fits any batch, a saved model's too
@@ -94,7 +121,18 @@ class RNN(Layer):
             if self.return_sequences:
                 outputs.append(output[:, None])
         result = concat(outputs, axis=1) if self.return_sequences else output
+        if self.stateful:
+            for variable, state in zip(self.states, states):
+                variable.assign(state)
         return [result] + list(states) if self.return_state else result
+
+    def _carried_states(self, batch_size):
+        expected = self.states[0].shape[0]
+        if batch_size is not None and batch_size != expected:
+            raise ValueError(f"{self.name}: If an RNN is stateful, the batch size of the input "
+                             f"sequences must be the same as the batch size of the initial "
+                             f"state. Expected batch size: {expected}, received: {batch_size}")
+        return list(self.states)
 
     def _initial_states(self, initial_state):
         n = len(self.cell.state_names)

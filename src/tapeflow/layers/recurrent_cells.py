@@ -15,7 +15,7 @@ order) come from the ops' rules.
 """
 import numpy as np
 
-from .. import activations, initializers, regularizers
+from .. import activations, constraints, initializers, regularizers
 from ..ops.creation import zeros
 from ..ops.shape import concat, split
 from ..serialization import serialize
@@ -59,9 +59,9 @@ class _Cell(Layer):
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = kernel_constraint
-        self.recurrent_constraint = recurrent_constraint
-        self.bias_constraint = bias_constraint
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.recurrent_constraint = constraints.get(recurrent_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.dropout = float(dropout)
         self.recurrent_dropout = float(recurrent_dropout)
         self.seed = seed
@@ -134,6 +134,9 @@ class _Cell(Layer):
                 "kernel_regularizer": _maybe(self.kernel_regularizer),
                 "recurrent_regularizer": _maybe(self.recurrent_regularizer),
                 "bias_regularizer": _maybe(self.bias_regularizer),
+                "kernel_constraint": constraints.serialize(self.kernel_constraint),
+                "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
+                "bias_constraint": constraints.serialize(self.bias_constraint),
                 "dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout,
                 "seed": self.seed}
 

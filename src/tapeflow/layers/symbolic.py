@@ -187,6 +187,8 @@ def call_on_symbols(layer, inputs, args, kwargs, training):
     sizes = (2, 3) if any(d is None for t in keras_tensors((call_args, call_kwargs))
                           for d in t.shape) else (2,)
     trials = [_trial_call(layer, call_args, call_kwargs, size) for size in sizes]
+    if getattr(layer, "stateful", False):  # a stateful RNN: the trials on zeros leave no state
+        layer.reset_state()
     flat = [nest.flatten(t) for t in trials]
     outputs = nest.pack_sequence_as(trials[0], [_symbol_of(*ts) for ts in zip(*flat)])
     Node(layer, call_args, call_kwargs, outputs)

@@ -45,7 +45,10 @@ def _apply_adagrad(var, accumulator, grad, lr, *, epsilon):
     accumulator = squares
     denominator = accumulator + epsilon
     step = factor(number(lr, on_host(lr)), grad) * grad
-    step /= backend.array_module(grad).sqrt(denominator, out=denominator)
+    sqrt = backend.array_module(grad).sqrt
+    # in place for arrays; a scalar variable's arithmetic gives numpy scalars, which have no buffer
+    step /= sqrt(denominator, out=denominator) if getattr(denominator, "ndim", 0) else \
+        sqrt(denominator)
     return var - step, accumulator
 
 
