@@ -448,3 +448,35 @@ def test_a_guarded_variable_is_made_once_and_kept_across_traces():
     m.v.assign(5.0)
     assert float(m(tf.constant(1.0))) == 5.0
     assert m.made == 1
+
+
+def test_python_side_effects_happen_when_tracing_only():
+    """TF: polymorphic_function_test.py (side_effecting_function): the list append runs when
+    the function is traced, not when its graph is called again; the Python function itself
+    still appends."""
+    state = []
+
+    @tf.function
+    def side_effecting_function():
+        state.append(0)
+
+    side_effecting_function()
+    assert state == [0]
+    side_effecting_function()
+    assert state == [0]
+    side_effecting_function.python_function()
+    assert state == [0, 0]
+
+
+def test_a_variable_appended_at_every_call_raises():
+    """TF: polymorphic_function_test.py (fn appending variables.Variable(1.0) to a list, then
+    `with self.assertRaises(ValueError): fn(1.0)`)."""
+    state = []
+
+    @tf.function
+    def fn(x):
+        state.append(tf.Variable(1.0))
+        return state[-1] + x
+
+    with pytest.raises(ValueError):
+        fn(1.0)
