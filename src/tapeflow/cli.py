@@ -6,6 +6,7 @@
     tapeflow evaluate runs/housing                      the test metrics of the trained model
     tapeflow predict runs/housing --input x.csv --output y.csv
     tapeflow inspect runs/housing                       architecture, optimizer, epoch, config
+    tapeflow sweep configs/housing.yaml --grid training.batch_size=32,64   one run per value
 
 A mistake in what you gave (a config key, a data file, a checkpoint) prints one
 message and exits with status 2; nothing existing is overwritten.  A SIGTERM to
@@ -41,6 +42,14 @@ def _cmd_train(args):
         if not getattr(e, "quiet", False):
             print(f"tapeflow train: {e}", file=sys.stderr)
         return PREEMPTED_STATUS
+    return 0
+
+
+def _cmd_sweep(args):
+    from .training.sweep import parse_grid, sweep
+
+    sweep(args.config, parse_grid(args.grid), overrides=list(args.set or []),
+          output=args.output, jobs=args.jobs, allow_builder=args.allow_builder)
     return 0
 
 
@@ -127,6 +136,29 @@ def _parser():
     train.add_argument("--allow-builder", action="store_true",
                        help="allow model.builder to run the Python code it names")
     train.set_defaults(run=_cmd_train)
+
+    sweep = sub.add_parser(
+        "sweep", help="train every combination of a grid of config values",
+        description="Train one run per combination of the --grid values (each a --set on "
+                    "CONFIG), in DIR/run-NN-<values>; every combination is checked first. A "
+                    "rerun of the same command trains only what is not finished (a run with "
+                    "test_metrics.json is done; others resume). DIR gets summary.csv and "
+                    "summary.png: each run's values and test metrics, best test loss first.")
+    sweep.add_argument("config", metavar="CONFIG.yaml", help="the run config (see configs/)")
+    sweep.add_argument("--grid", action="append", required=True,
+                       metavar="KEY.PATH=V1,V2,...",
+                       help="a config key and its values (repeatable: the runs are every "
+                            "combination), e.g. --grid training.batch_size=32,64")
+    sweep.add_argument("--set", action="append", metavar="KEY.PATH=VALUE",
+                       help="override one config value in every run (repeatable)")
+    sweep.add_argument("--output", metavar="DIR",
+                       help="the sweep's directory (default: runs/<config name>-sweep)")
+    sweep.add_argument("--jobs", type=int, default=1, metavar="N",
+                       help="train N runs at a time in separate processes (default 1: one "
+                            "after another in this process)")
+    sweep.add_argument("--allow-builder", action="store_true",
+                       help="allow model.builder to run the Python code it names")
+    sweep.set_defaults(run=_cmd_sweep)
 
     evaluate = sub.add_parser("evaluate", help="metrics of a trained model on its run's data",
                               description="Evaluate a checkpoint on a split of its run's data.")
