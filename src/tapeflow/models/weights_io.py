@@ -27,6 +27,7 @@ import warnings
 
 from ..saving import format as fmt
 from ..saving.atomic import write_atomically
+from ..saving.damaged import reading
 from ..serialization import snake_case
 from . import weights_legacy
 from .weights_tree import LayerWeights, layer_tree, own_variables
@@ -125,7 +126,8 @@ def load_weights(model, filepath, skip_mismatch=False, **kwargs):
         raise FileNotFoundError(f"load_weights: no file at {filepath}")
     if not model.weights:
         raise _not_built(model, "load_weights")
-    units, extra, optimizer_state, optimizer_class = _read(model, filepath)
+    with reading(filepath):
+        units, extra, optimizer_state, optimizer_class = _read(model, filepath)
     problems = [p for p in (u.problem() for u in units) if p is not None]
     problems += [f"the file's {path} is not a layer of the model" for path in extra]
     if problems and not skip_mismatch:

@@ -37,6 +37,7 @@ from ..serialization import could_not_locate, custom_object_scope, get_registere
 from ..serialization import get_registered_object, serialize
 from ..tracing.function import TensorSpec, function
 from . import format as fmt
+from .damaged import reading
 from .format import LoadError, SaveError
 from .compile_config import decode_loss, decode_metrics, encode_metrics
 from .saved_model import encode_concrete, read_contents
@@ -343,13 +344,14 @@ def _restore_optimizer(model, doc, arrays, where):
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     """The model saved at ``filepath`` (see the module's docstring for how it is rebuilt)."""
-    document, arrays = fmt.read(filepath)
-    where = str(filepath)
-    try:
-        with custom_object_scope(dict(custom_objects or {})):  # for every name a config holds
-            return _load_document(document, arrays, where, custom_objects, compile)
-    finally:
-        arrays.close()
+    with reading(filepath):
+        document, arrays = fmt.read(filepath)
+        where = str(filepath)
+        try:
+            with custom_object_scope(dict(custom_objects or {})):  # for every name it holds
+                return _load_document(document, arrays, where, custom_objects, compile)
+        finally:
+            arrays.close()
 
 
 def _load_document(document, arrays, where, custom_objects, compile):

@@ -33,6 +33,7 @@ from ..core import nest
 from ..core.tensor import Variable
 from ..tracing.function import TensorSpec
 from . import format as fmt
+from .damaged import reading
 from .arguments import encode_arguments, encode_parameters
 from .format import LoadError, SaveError
 from .loaded_function import (  # noqa: F401 - LoadedFunction, decode_concrete: Lambda layers
@@ -309,6 +310,11 @@ _KIND_NAMES = {"saved_model": "SavedModel", "keras_model": "Keras model"}
 def load(export_dir, tags=None, options=None):
     """The object saved at ``export_dir``: its object graph (attributes, Variables,
     functions) and ``signatures``, rebuilt without any of the saving program's code."""
+    with reading(export_dir):
+        return _load(export_dir)
+
+
+def _load(export_dir):
     document, arrays = fmt.read(export_dir)
     where = str(export_dir)
     try:

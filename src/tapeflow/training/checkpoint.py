@@ -25,6 +25,7 @@ import numpy as np
 
 from ..core.context import context
 from ..saving import format as fmt
+from ..saving.damaged import raised_in_h5py
 from ..saving.atomic import clean_temporaries
 from ..saving.keras_saving import assign_saved_weights, model_document
 from ..saving.saved_model import read_contents
@@ -172,6 +173,10 @@ def read_checkpoint(path):
             arrays[fmt.check_name(name, f"{path}: training arrays")] = reader.get(
                 ref["$array"], f"training array '{name}'")
     except fmt.LoadError as e:
+        raise CheckpointError(_as_damaged(path, e)) from None
+    except Exception as e:  # noqa: BLE001 - libhdf5's checks of a damaged file, else re-raised
+        if not raised_in_h5py(e):
+            raise
         raise CheckpointError(_as_damaged(path, e)) from None
     finally:
         reader.close()
