@@ -259,9 +259,11 @@ def write(path, document, arrays):
 
     def write_h5(target, with_json):
         with h5py.File(target, "w") as f:
-            f.attrs["format"] = FORMAT
+            # fixed-length strings: variable-length ones live in the HDF5 global heap, which one
+            # damaged byte can send libhdf5 into an endless loop on reading (issue 21 item 4)
+            f.attrs["format"] = np.bytes_(FORMAT)
             f.attrs["format_version"] = FORMAT_VERSION
-            f.attrs["json_sha256"] = digest
+            f.attrs["json_sha256"] = np.bytes_(digest)
             group = f.create_group("arrays")
             for i, arr in enumerate(arrays.arrays):
                 _create(group, str(i), arr)
@@ -284,7 +286,7 @@ def _create(group, name, arr):
     kwargs = {"fletcher32": True}
     if arr.ndim == 0 or arr.size == 0:
         group.create_dataset(name, data=arr)  # no chunks, so no filter: checked by sha of shape
-        group[name].attrs["checksum"] = hashlib.sha256(arr.tobytes()).hexdigest()
+        group[name].attrs["checksum"] = np.bytes_(hashlib.sha256(arr.tobytes()).hexdigest())
         return
     group.create_dataset(name, data=arr, chunks=True, **kwargs)
 
@@ -323,8 +325,9 @@ def read(path):
         raise LoadError(f"{h5_path} is not a readable HDF5 file (damaged or not a tapeflow "
                         f"save): {e}") from None
     try:
-        if f.attrs.get("format") != FORMAT:
-            raise LoadError(f"{h5_path} is not a tapeflow save (format {f.attrs.get('format')!r})")
+        if _string_attr(f, "format") != FORMAT:
+            raise LoadError(f"{h5_path} is not a tapeflow save (format "
+                            f"{_string_attr(f, 'format')!r})")
         version = f.attrs.get("format_version")
         if isinstance(version, np.integer):
             version = int(version)
@@ -336,7 +339,7 @@ def read(path):
         else:
             with open(json_path, "rb") as jf:
                 text = jf.read(LIMITS["json_bytes"] + 1)
-        digest = f.attrs.get("json_sha256")
+        digest = _string_attr(f, "json_sha256")
         if not isinstance(digest, str) or hashlib.sha256(text).hexdigest() != digest:
             raise LoadError(f"{path}: the graph document does not match its sha256 checksum; "
                             f"the save is damaged or was altered")
@@ -346,6 +349,18 @@ def read(path):
         f.close()
         raise
     return document, reader
+
+
+def _string_attr(f, name):
+    """A string attribute as tapeflow writes it (fixed-length bytes) or wrote it before
+    (variable-length str); None if absent or another kind."""
+    value = f.attrs.get(name)
+    if isinstance(value, bytes):
+        try:
+            return value.decode("ascii")
+        except UnicodeDecodeError:
+            return None
+    return value if isinstance(value, str) else None
 
 
 def _read_json_dataset(f, where):
@@ -413,8 +428,8 @@ def _read_checked(ds, where, name, checksummed=True):
         raise LoadError(f"{where}: dataset {name!r} is damaged (its checksum failed or it "
                         f"cannot be read): {e}") from None
     if checksummed and ds.chunks is None:
-        stored = ds.attrs.get("checksum")
-        if not isinstance(stored, str) or \
+        stored = _string_attr(ds, "checksum")
+        if stored is None or \
                 hashlib.sha256(np.array(data, order="C").tobytes()).hexdigest() != stored:
             raise LoadError(f"{where}: dataset {name!r} does not match its checksum")
     return np.asarray(data)
