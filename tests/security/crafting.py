@@ -26,3 +26,17 @@ def edit_document(path, change):
 def call_graph(document):
     """The saved ``__call__`` graph of a Keras save's document."""
     return document["functions"]["__call__"][0]["graph"]
+
+
+def edit_saved_model(path, change):
+    """Rewrite the document of the SavedModel directory at ``path`` as ``change(document)``
+    leaves it, with its recorded sha256."""
+    json_path = f"{path}/{fmt.JSON_NAME}"
+    with open(json_path) as f:
+        document = json.load(f)
+    change(document)
+    text = json.dumps(document).encode("utf-8")
+    with open(json_path, "wb") as f:
+        f.write(text)
+    with h5py.File(f"{path}/{fmt.ARRAYS_NAME}", "r+") as f:
+        f.attrs["json_sha256"] = hashlib.sha256(text).hexdigest()

@@ -52,6 +52,7 @@ import numpy as np
 from .. import backend
 from ..core.registry import lookup_primitive
 from ..tracing.ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph
+from . import graph_checks
 from .atomic import write_atomically
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "LIMITS", "LoadError", "SaveError", "ArrayWriter",
@@ -337,8 +338,8 @@ def read(path):
         if single:
             text = _read_json_dataset(f, h5_path)
         else:
-            with open(json_path, "rb") as jf:
-                text = jf.read(LIMITS["json_bytes"] + 1)
+            with open(json_path, "rb") as jf:  # its checked size: no 64 MiB buffer for 1 kB
+                text = jf.read(size + 1)
         digest = _string_attr(f, "json_sha256")
         if not isinstance(digest, str) or hashlib.sha256(text).hexdigest() != digest:
             raise LoadError(f"{path}: the graph document does not match its sha256 checksum; "
@@ -604,11 +605,23 @@ def decode_graph(doc, arrays, variables, *, where="graph", _depth=0, _budget=Non
             attrs[aname] = _decode_value(value, arrays, variables, f"{where}: attribute '{aname}' "
                                          f"of equation {k} ({op.name})", _depth, budget, 0)
         _check_eqn(op, attrs, ins, e["outputs"], graph, where, k)
+        _declared(graph_checks.check_attribute_kinds, op.name, attrs,
+                  f"{where}: equation {k} ({op.name})")
         outs = tuple(define(o, f"output of equation {k}") for o in e["outputs"])
         graph.eqns.append(Eqn(op, attrs, ins, outs))
     for o in doc["outputs"]:
         graph.outputs.append(None if o is None else use(o, "the graph's result"))
+    if _depth == 0:  # a nested graph's operands are its owner's: checked where it runs
+        _declared(graph_checks.check_declarations, graph, where)
     return graph
+
+
+def _declared(check, *args):
+    try:
+        check(*args)
+    except graph_checks.DeclarationError as e:
+        raise LoadError(f"{args[-1]}: {e}" if check is graph_checks.check_declarations
+                        else str(e)) from None
 
 
 def _check_eqn(op, attrs, ins, outs, graph, where, k):
