@@ -57,6 +57,9 @@ _KINDS = {
     "multiples": ("non-negative ints", lambda v: _is_ints(v, 0)),
     "paddings": ("non-negative ints", lambda v: _is_ints(v, 0)),
     "perm": ("ints", _is_ints),
+    **dict.fromkeys(("strides", "dilations", "ksize"), ("positive ints",
+                                                        lambda v: _is_ints(v, 1))),
+    "pads": ("non-negative ints", lambda v: _is_ints(v, 0)),
 }
 
 
@@ -112,7 +115,34 @@ def _pad(ins, attrs):
     return math.prod(int(d) + sum(p) for d, p in zip(ins[0], attrs["paddings"]))
 
 
+def _window_positions(x, window, strides, dilations, pads):
+    """Batch positions times output positions of a 2-D window op on NHWC ``x`` (at most: a
+    stride of 1 on the padded input)."""
+    spatial = [int(d) + sum(p) - (k - 1) * r for d, p, k, r in zip(x[-3:-1], pads, window,
+                                                                     dilations)]
+    return _n(x[:-3]) * math.prod(max(d, 0) for d in spatial)
+
+
+def _conv2d(ins, attrs):
+    x, w = ins
+    return _window_positions(x, w[-4:-2], attrs["strides"], attrs["dilations"], attrs["pads"]) \
+        * (_n(w[-4:-1]) + w[-1])  # its im2col columns and its output
+
+
+def _pool(ins, attrs):
+    x = ins[0]
+    return _window_positions(x, attrs["ksize"], attrs["strides"], (1, 1), attrs["pads"]) \
+        * _n(attrs["ksize"]) * x[-1]
+
+
+def _gather(ins, attrs):
+    params, indices = ins
+    axis = attrs["axis"]
+    return _n(indices) * _n(params) // max(params[axis], 1)
+
+
 _SIZE_RULES = {
+    "Conv2D": _conv2d, "MaxPool": _pool, "AvgPool": _pool, "GatherV2": _gather,
     "Tile": _tile, "PadV2": _pad,
     "BroadcastTo": lambda ins, attrs: _n(attrs["shape"]),
     "Reshape": lambda ins, attrs: _n(ins[0]),
