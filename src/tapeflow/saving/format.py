@@ -35,7 +35,9 @@ saved it can resolve, as TensorFlow's gradient registry does.)
 The loader (``read``, ``decode_graph``) trusts nothing in the files: op names
 resolve only through the op registry (plus the two graph-level ops); nothing
 is imported, unpickled or evaluated; sizes, counts, ranks, shapes and dtypes
-are checked against ``LIMITS`` before anything is allocated; HDF5 datasets
+are checked against ``LIMITS`` before anything is allocated; a decoded graph's
+declared types and attributes are checked against what its ops make and accept
+(``graph_checks``: size rules, then a dry run on zeros); HDF5 datasets
 must be plain, checksummed, in-file arrays; the document's sha256 must match.
 Every problem is one ``LoadError`` (a ValueError) saying what is wrong.
 """
@@ -617,11 +619,11 @@ def decode_graph(doc, arrays, variables, *, where="graph", _depth=0, _budget=Non
 
 
 def _declared(check, *args):
+    """Run one of ``graph_checks``' checks, its refusal a LoadError."""
     try:
         check(*args)
     except graph_checks.DeclarationError as e:
-        raise LoadError(f"{args[-1]}: {e}" if check is graph_checks.check_declarations
-                        else str(e)) from None
+        raise LoadError(str(e)) from None
 
 
 def _check_eqn(op, attrs, ins, outs, graph, where, k):

@@ -167,7 +167,7 @@ _SIZE_RULES = {
 
 # --- 3. the dry run ------------------------------------------------------------------------------
 def check_declarations(graph, where):
-    """Refuse ``graph`` if an equation would allocate past ``BYTES`` or makes other shapes or
+    """Refuse ``graph`` (``where`` names it in messages) if an equation would allocate past ``BYTES`` or makes other shapes or
     dtypes than the graph declares (see the module's docstring)."""
     real = {}  # value id -> a host array of its real shape (zeros, or the saved data)
     budget = [BYTES]
@@ -187,11 +187,11 @@ def check_declarations(graph, where):
         return np.zeros(shape, dtype)
 
     for vid in graph.inputs:
-        real[vid] = declared_zeros(vid, f"input {vid}")
+        real[vid] = declared_zeros(vid, f"{where}: input {vid}")
     for vid, value in graph.consts.items():
         real[vid] = np.asarray(backend.to_host(value))
     for k, e in enumerate(graph.eqns):
-        what = f"equation {k} ({e.op.name})"
+        what = f"{where}: equation {k} ({e.op.name})"
         rule = _SIZE_RULES.get(e.op.name)
         if e.op is READ:
             value = graph.variables[e.attrs["variable"]]._value

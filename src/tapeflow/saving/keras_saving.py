@@ -15,7 +15,9 @@ its first call.  A model never built is saved as its config alone, and loads unb
 
 ``load_model`` first rebuilds the model from its config (classes and
 activations resolved only through tapeflow's registries and ``custom_objects``;
-nothing is imported) and assigns the weights and optimizer state: the normal
+nothing is imported; under the weight budget, so that the config may make only weights
+of the shapes the save's arrays have, and none past the cap, each refused as a LoadError
+before it is allocated) and assigns the weights and optimizer state: the normal
 case, where predictions are those of the saved model.  A compiled loss or metric
 that cannot be found by name is Keras's "Could not locate ..." TypeError.  If the config names a
 class or a function this process cannot resolve (a custom_gradient activation
