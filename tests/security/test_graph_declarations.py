@@ -77,18 +77,22 @@ def test_a_tile_whose_declared_output_is_not_what_it_makes_is_refused(tmp_path):
                                       r"the graph declares float32\[4\]")
 
 
-def test_an_outer_product_matmul_past_the_cap_is_refused(tmp_path):
-    """A matmul of (n, 1) @ (1, n) declared at n = 40000: 6 GiB from two 160 kB operands."""
+@pytest.mark.parametrize("op, fn, column, row", [
+    ("BatchMatMulV2", tf.matmul, [2, 1], [1, 2]),
+    ("Einsum", lambda a, b: tf.einsum("i,j->ij", a, b), [2], [2]),
+])
+def test_an_outer_product_past_the_cap_is_refused(tmp_path, op, fn, column, row):
+    """(n, 1) @ (1, n), or einsum's i,j->ij, declared at n = 40000: 6 GiB from two 160 kB
+    operands."""
     def change(graph):
         a, b = graph["inputs"]
-        _retype(graph, a, [40_000, 1])
-        _retype(graph, b, [1, 40_000])
-        _retype(graph, _eqn(graph, "BatchMatMulV2")["outputs"][0], [40_000, 40_000])
-    path = _save(tmp_path, tf.matmul, tf.TensorSpec([2, 1], tf.float32),
-                 tf.TensorSpec([1, 2], tf.float32), change=change)
-    _refused_without_allocating(path, r"\(BatchMatMulV2\) \(by its operand shapes "
-                                      r"\[\[40000, 1\], \[1, 40000\]\] and attributes\) would "
-                                      r"allocate 6.0 GiB")
+        _retype(graph, a, [40_000 if d == 2 else d for d in column])
+        _retype(graph, b, [40_000 if d == 2 else d for d in row])
+        _retype(graph, _eqn(graph, op)["outputs"][0], [40_000, 40_000])
+    path = _save(tmp_path, fn, tf.TensorSpec(column, tf.float32), tf.TensorSpec(row, tf.float32),
+                 change=change)
+    _refused_without_allocating(path, rf"\({op}\) \(by its operand shapes .* would allocate "
+                                      rf"6.0 GiB")
 
 
 def test_sum_changed_to_mean_over_a_wrongly_declared_input_is_refused(tmp_path):
