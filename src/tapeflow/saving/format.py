@@ -35,7 +35,9 @@ saved it can resolve, as TensorFlow's gradient registry does.)
 The loader (``read``, ``decode_graph``) trusts nothing in the files: op names
 resolve only through the op registry (plus the two graph-level ops); nothing
 is imported, unpickled or evaluated; sizes, counts, ranks, shapes and dtypes
-are checked against ``LIMITS`` before anything is allocated; HDF5 datasets
+are checked against ``LIMITS`` before anything is allocated; a decoded graph's
+declared types and attributes are checked against what its ops make and accept
+(``graph_checks``: size rules, then a dry run on zeros); HDF5 datasets
 must be plain, checksummed, in-file arrays; the document's sha256 must match.
 Every problem is one ``LoadError`` (a ValueError) saying what is wrong.
 """
@@ -52,6 +54,7 @@ import numpy as np
 from .. import backend
 from ..core.registry import lookup_primitive
 from ..tracing.ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph
+from . import graph_checks
 from .atomic import write_atomically
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "LIMITS", "LoadError", "SaveError", "ArrayWriter",
@@ -259,9 +262,11 @@ def write(path, document, arrays):
 
     def write_h5(target, with_json):
         with h5py.File(target, "w") as f:
-            f.attrs["format"] = FORMAT
+            # fixed-length strings: variable-length ones live in the HDF5 global heap, which one
+            # damaged byte can send libhdf5 into an endless loop on reading (issue 21 item 4)
+            f.attrs["format"] = np.bytes_(FORMAT)
             f.attrs["format_version"] = FORMAT_VERSION
-            f.attrs["json_sha256"] = digest
+            f.attrs["json_sha256"] = np.bytes_(digest)
             group = f.create_group("arrays")
             for i, arr in enumerate(arrays.arrays):
                 _create(group, str(i), arr)
@@ -284,7 +289,7 @@ def _create(group, name, arr):
     kwargs = {"fletcher32": True}
     if arr.ndim == 0 or arr.size == 0:
         group.create_dataset(name, data=arr)  # no chunks, so no filter: checked by sha of shape
-        group[name].attrs["checksum"] = hashlib.sha256(arr.tobytes()).hexdigest()
+        group[name].attrs["checksum"] = np.bytes_(hashlib.sha256(arr.tobytes()).hexdigest())
         return
     group.create_dataset(name, data=arr, chunks=True, **kwargs)
 
@@ -323,8 +328,9 @@ def read(path):
         raise LoadError(f"{h5_path} is not a readable HDF5 file (damaged or not a tapeflow "
                         f"save): {e}") from None
     try:
-        if f.attrs.get("format") != FORMAT:
-            raise LoadError(f"{h5_path} is not a tapeflow save (format {f.attrs.get('format')!r})")
+        if _string_attr(f, "format") != FORMAT:
+            raise LoadError(f"{h5_path} is not a tapeflow save (format "
+                            f"{_string_attr(f, 'format')!r})")
         version = f.attrs.get("format_version")
         if isinstance(version, np.integer):
             version = int(version)
@@ -334,9 +340,9 @@ def read(path):
         if single:
             text = _read_json_dataset(f, h5_path)
         else:
-            with open(json_path, "rb") as jf:
-                text = jf.read(LIMITS["json_bytes"] + 1)
-        digest = f.attrs.get("json_sha256")
+            with open(json_path, "rb") as jf:  # its checked size: no 64 MiB buffer for 1 kB
+                text = jf.read(size + 1)
+        digest = _string_attr(f, "json_sha256")
         if not isinstance(digest, str) or hashlib.sha256(text).hexdigest() != digest:
             raise LoadError(f"{path}: the graph document does not match its sha256 checksum; "
                             f"the save is damaged or was altered")
@@ -346,6 +352,18 @@ def read(path):
         f.close()
         raise
     return document, reader
+
+
+def _string_attr(f, name):
+    """A string attribute as tapeflow writes it (fixed-length bytes) or wrote it before
+    (variable-length str); None if absent or another kind."""
+    value = f.attrs.get(name)
+    if isinstance(value, bytes):
+        try:
+            return value.decode("ascii")
+        except UnicodeDecodeError:
+            return None
+    return value if isinstance(value, str) else None
 
 
 def _read_json_dataset(f, where):
@@ -413,8 +431,8 @@ def _read_checked(ds, where, name, checksummed=True):
         raise LoadError(f"{where}: dataset {name!r} is damaged (its checksum failed or it "
                         f"cannot be read): {e}") from None
     if checksummed and ds.chunks is None:
-        stored = ds.attrs.get("checksum")
-        if not isinstance(stored, str) or \
+        stored = _string_attr(ds, "checksum")
+        if stored is None or \
                 hashlib.sha256(np.array(data, order="C").tobytes()).hexdigest() != stored:
             raise LoadError(f"{where}: dataset {name!r} does not match its checksum")
     return np.asarray(data)
@@ -589,11 +607,23 @@ def decode_graph(doc, arrays, variables, *, where="graph", _depth=0, _budget=Non
             attrs[aname] = _decode_value(value, arrays, variables, f"{where}: attribute '{aname}' "
                                          f"of equation {k} ({op.name})", _depth, budget, 0)
         _check_eqn(op, attrs, ins, e["outputs"], graph, where, k)
+        _declared(graph_checks.check_attribute_kinds, op.name, attrs,
+                  f"{where}: equation {k} ({op.name})")
         outs = tuple(define(o, f"output of equation {k}") for o in e["outputs"])
         graph.eqns.append(Eqn(op, attrs, ins, outs))
     for o in doc["outputs"]:
         graph.outputs.append(None if o is None else use(o, "the graph's result"))
+    if _depth == 0:  # a nested graph's operands are its owner's: checked where it runs
+        _declared(graph_checks.check_declarations, graph, where)
     return graph
+
+
+def _declared(check, *args):
+    """Run one of ``graph_checks``' checks, its refusal a LoadError."""
+    try:
+        check(*args)
+    except graph_checks.DeclarationError as e:
+        raise LoadError(str(e)) from None
 
 
 def _check_eqn(op, attrs, ins, outs, graph, where, k):

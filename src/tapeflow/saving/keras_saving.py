@@ -15,7 +15,9 @@ its first call.  A model never built is saved as its config alone, and loads unb
 
 ``load_model`` first rebuilds the model from its config (classes and
 activations resolved only through tapeflow's registries and ``custom_objects``;
-nothing is imported) and assigns the weights and optimizer state: the normal
+nothing is imported; under the weight budget, so that the config may make only weights
+of the shapes the save's arrays have, and none past the cap, each refused as a LoadError
+before it is allocated) and assigns the weights and optimizer state: the normal
 case, where predictions are those of the saved model.  A compiled loss or metric
 that cannot be found by name is Keras's "Could not locate ..." TypeError.  If the config names a
 class or a function this process cannot resolve (a custom_gradient activation
@@ -24,6 +26,7 @@ defined in code that is not importable here), it returns a
 graph, which predicts and differentiates (to any order, through the custom
 gradients' saved gradient graphs) like the model that was saved.
 """
+import contextlib
 import inspect
 import json
 import warnings
@@ -33,6 +36,7 @@ import numpy as np
 from .. import backend
 from ..core import nest
 from ..core.tensor import Tensor, convert_to_tensor
+from ..layers.weight_budget import WeightBudgetError, charge, weight_budget
 from ..serialization import could_not_locate, custom_object_scope, get_registered_name
 from ..serialization import get_registered_object, serialize
 from ..tracing.function import TensorSpec, function
@@ -282,6 +286,7 @@ def _build(model, input_shape):
             and type(model).build is Model.build:
         xp = backend.device_module()
         shape = tuple(1 if d is None else d for d in input_shape)
+        charge(f"model '{model.name}'", shape, model.dtype, what="the zeros it is built on")
         model(Tensor(xp.zeros(shape, np.dtype(model.dtype))), training=False)
     else:
         model.build(tuple(input_shape))
@@ -359,17 +364,25 @@ def _load_document(document, arrays, where, custom_objects, compile):
         document, arrays, where, "keras_model", "tf.saved_model.load")
     config = document.get("model_config")
     optimizer_doc = document.get("optimizer")
+    # the model is rebuilt under a weight budget that knows the stored arrays' shapes: a config
+    # that would make a weight the save does not hold (units: 300000000) is refused before that
+    # weight is allocated, and the zeros a subclassed model is built on count against the cap
+    expected = [(v.shape, v._value.dtype) for v in variables[:n_tracked]]
     if document.get("input_shape") is None:  # a model saved before it was built
         if functions or n_tracked:
             raise LoadError(f"{where}: a save without an input shape holds no graph or weights")
-        model = _rebuild(config, custom_objects)
+        with _budget_for_stored(expected, where):
+            model = _rebuild(config, custom_objects)
     else:
         input_shape = fmt._shape(document.get("input_shape"), where, "the input")
         if set(functions) != {"__call__"}:
             raise LoadError(f"{where}: a Keras save holds exactly the model's call graph")
         try:
-            model = _rebuild(config, custom_objects)
-            assign_saved_weights(model, variables, n_tracked, input_shape)
+            with _budget_for_stored(expected, where):
+                model = _rebuild(config, custom_objects)
+                assign_saved_weights(model, variables, n_tracked, input_shape)
+        except LoadError:  # the save contradicts itself: no fallback to its graph
+            raise
         except (ValueError, TypeError, KeyError, LookupError) as e:
             name = (config or {}).get("config", {}).get("name", "model") \
                 if isinstance(config, dict) and isinstance(config.get("config"), dict) else "model"
@@ -378,3 +391,15 @@ def _load_document(document, arrays, where, custom_objects, compile):
     if compile and optimizer_doc is not None:
         _restore_optimizer(model, optimizer_doc, arrays, where)
     return model
+
+
+@contextlib.contextmanager
+def _budget_for_stored(expected, where):
+    """Rebuild a model making only weights of the stored arrays' shapes, within the cap
+    (``layers.weight_budget.DEFAULT_BYTES``); anything else is the save's fault: a LoadError."""
+    try:
+        with weight_budget(expected=expected):
+            yield
+    except WeightBudgetError as e:
+        raise LoadError(f"{where}: the model config does not match the saved weights: {e}") \
+            from None

@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..layers.weight_budget import weight_budget
 from ..models import Model
 from ..ops.random import restore_state, set_seed, snapshot_state
 from .model_io import model_bytes, model_from_bytes, model_from_spec, model_spec
@@ -137,7 +138,9 @@ class SKLBase(BaseEstimator):
     def __setstate__(self, state):
         state = dict(state)
         if isinstance(state.get("model"), dict) and _SPEC in state["model"]:
-            with seeded(0):  # its weights are never used (fit clones it): keep the caller's draws
+            # its weights are never used (fit clones it): keep the caller's draws; a pickle is
+            # data from elsewhere, so its config's weights are capped before they are made
+            with seeded(0), weight_budget():
                 state["model"] = model_from_spec(state["model"][_SPEC])
         if isinstance(state.get("model_"), dict) and _SAVED in state["model_"]:
             state["model_"] = model_from_bytes(state["model_"][_SAVED])
