@@ -28,7 +28,9 @@ from ..saving import format as fmt
 from ..saving.atomic import clean_temporaries
 from ..saving.keras_saving import assign_saved_weights, model_document
 from ..saving.saved_model import read_contents
+from . import checkpoint_state as training_state
 from .errors import CheckpointError
+from .loop_state import metric_state
 
 __all__ = ["write_checkpoint", "read_checkpoint", "Checkpoint", "restore_model",
            "last_good_checkpoint", "resolve_checkpoint", "clean_temporaries", "epoch_path",
@@ -78,9 +80,9 @@ def write_checkpoint(path, model, training, arrays_by_name=None):
     document = model_document(model, arrays)
     extra = {name: {"$array": arrays.add(np.asarray(a))}
              for name, a in (arrays_by_name or {}).items()}
-    document["training"] = dict(training, version=TRAINING_VERSION,
-                                random=encode_random_state(context().random.snapshot()),
-                                arrays=extra)
+    document["training"] = training_state.encode(dict(
+        training, version=TRAINING_VERSION,
+        random=encode_random_state(context().random.snapshot()), arrays=extra))
     fmt.write(path, document, arrays)
 
 
@@ -157,6 +159,7 @@ def read_checkpoint(path):
         if not isinstance(training, dict) or training.get("version") != TRAINING_VERSION:
             raise CheckpointError(f"{path} is a saved model, not a trainer checkpoint (it has "
                                   f"no training state of version {TRAINING_VERSION})")
+        training = training_state.decode(training)
         _check_training(training, path)
         optimizer_state = {}
         opt = document.get("optimizer") or {}
@@ -171,6 +174,8 @@ def read_checkpoint(path):
                 raise fmt.LoadError(f"{path}: training array '{name}' is not an array reference")
             arrays[fmt.check_name(name, f"{path}: training arrays")] = reader.get(
                 ref["$array"], f"training array '{name}'")
+        training_state.check(training, arrays, path)
+        metric_state(arrays, path)
     except fmt.LoadError as e:
         raise CheckpointError(_as_damaged(path, e)) from None
     finally:
@@ -190,12 +195,6 @@ def _check_training(training, path):
                 training.get(key), bool)):
             raise CheckpointError(f"{path}: the training state's '{key}' is missing or not a "
                                   f"{kind.__name__}; the file is damaged or not a checkpoint")
-    if training["epoch"] < 0:
-        raise CheckpointError(f"{path}: the training state's epoch is negative")
-    step, seed = training.get("step", 0), training.get("order_seed")
-    if type(step) is not int or step < 0 or seed is not None and type(seed) is not int:
-        raise CheckpointError(f"{path}: the training state's step or order seed is not a "
-                              f"non-negative integer; the file is damaged")
 
 
 def _as_damaged(path, error):
@@ -240,15 +239,19 @@ def step_checkpoints(run_dir):
     return sorted(found, reverse=True)
 
 
-def last_good_checkpoint(run_dir):
-    """The newest checkpoint of ``run_dir``, epoch or mid-epoch, that reads back whole (damaged
-    ones are skipped with a warning), or None when the run has none."""
+def last_good_checkpoint(run_dir, skipped=None):
+    """The newest checkpoint of ``run_dir``, epoch or mid-epoch, that reads back whole and
+    valid, or None when the run has none.  Each one passed over is appended to the list
+    ``skipped`` (its ``CheckpointError``), or without one is a warning."""
     every = [((epoch, 0), path) for epoch, path in epoch_checkpoints(run_dir)]
     for _, path in sorted(every + step_checkpoints(run_dir), reverse=True):
         try:
             return read_checkpoint(path)
         except CheckpointError as e:
-            warnings.warn(f"skipping a damaged checkpoint: {e}", stacklevel=2)
+            if skipped is None:
+                warnings.warn(f"skipping a damaged checkpoint: {e}", stacklevel=2)
+            else:
+                skipped.append(e)
     return None
 
 
