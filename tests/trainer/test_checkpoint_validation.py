@@ -22,31 +22,23 @@ from tapeflow.training.errors import CheckpointError
 from tapeflow.training.inference import load_checkpoint_model
 from tapeflow.training.run import train
 
-from .helpers import rewrite, small_config
+from .helpers import rewrite, tiny_config, write_tiny_csv
 
-# a tiny run: 40 rows of CSV, two epochs of 2 steps; early stopping and the best checkpoint
-# keep state of their own
-FAST = {"model": {"layers": [{"Dense": {"units": 4, "activation": "relu"}},
-                             {"Dense": {"units": 1}}]},
-        "training": {"epochs": 2, "batch_size": 16, "seed": 5,
-                     "early_stopping": {"monitor": "val_loss", "patience": 3,
-                                        "restore_best_weights": True}},
-        "checkpoint": {"every": 1, "keep_last": 2, "keep_best": True}}
+# early stopping and the best checkpoint keep state of their own
+STATEFUL = {"training": {"early_stopping": {"monitor": "val_loss", "patience": 3,
+                                            "restore_best_weights": True}},
+            "checkpoint": {"every": 1, "keep_last": 2, "keep_best": True}}
 
 
 def _config(data, epochs):
-    config = small_config(data={"source": "csv", "path": str(data), "targets": ["y"]}, **FAST)
-    config["training"] = dict(config["training"], epochs=epochs)
+    config = tiny_config(data, **STATEFUL)
+    config["training"]["epochs"] = epochs
     return config
 
 
 @pytest.fixture(scope="module")
 def data_csv(tmp_path_factory):
-    path = tmp_path_factory.mktemp("data") / "data.csv"
-    x = np.random.default_rng(0).normal(size=(40, 2))
-    rows = ["a,b,y"] + [f"{a:.6f},{b:.6f},{a - 2 * b:.6f}" for a, b in x]
-    path.write_text("\n".join(rows) + "\n")
-    return path
+    return write_tiny_csv(tmp_path_factory.mktemp("data") / "data.csv")
 
 
 @pytest.fixture(scope="module")
