@@ -22,7 +22,7 @@ from tapeflow.training.errors import CheckpointError
 from tapeflow.training.inference import load_checkpoint_model
 from tapeflow.training.run import train
 
-from .helpers import rewrite, tiny_config, write_tiny_csv
+from .helpers import rewrite, tiny_config
 
 # early stopping and the best checkpoint keep state of their own
 STATEFUL = {"training": {"early_stopping": {"monitor": "val_loss", "patience": 3,
@@ -37,14 +37,9 @@ def _config(data, epochs):
 
 
 @pytest.fixture(scope="module")
-def data_csv(tmp_path_factory):
-    return write_tiny_csv(tmp_path_factory.mktemp("data") / "data.csv")
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory, data_csv):
+def run_dir(tmp_path_factory, tiny_csv):
     out = tmp_path_factory.mktemp("validation") / "run"
-    train(_config(data_csv, 2), output=out, verbose=False)
+    train(_config(tiny_csv, 2), output=out, verbose=False)
     return out
 
 
@@ -163,7 +158,7 @@ def test_non_finite_history_values_are_written_and_read_back(saved, tmp_path):
 # Keras: callbacks/backup_and_restore_test.py::test_backup_corrupted (the newest backup's
 # weights overwritten with "0"; fit(epochs=5) goes on from the previous one: the history's
 # last epoch is 4, that is 5 epochs in all)
-def test_resume_falls_back_past_a_corrupted_and_an_invalid_checkpoint(run_dir, data_csv,
+def test_resume_falls_back_past_a_corrupted_and_an_invalid_checkpoint(run_dir, tiny_csv,
                                                                      tmp_path):
     run = tmp_path / "run"
     shutil.copytree(run_dir, run)
@@ -175,7 +170,7 @@ def test_resume_falls_back_past_a_corrupted_and_an_invalid_checkpoint(run_dir, d
     edited(ckpt_io.epoch_path(run_dir, 2), ckpt_io.step_path(run, 2, 3),
            _set(("step",), -1))
     said = io.StringIO()
-    resumed = train(_config(data_csv, 5), output=run, resume=True, stream=said)
+    resumed = train(_config(tiny_csv, 5), output=run, resume=True, stream=said)
     assert len(resumed.history["loss"]) == 5
     line, = [x for x in said.getvalue().splitlines() if x.startswith("--resume:")]
     assert f"going on from {ckpt_io.epoch_path(run, 1)} (after epoch 1)" in line

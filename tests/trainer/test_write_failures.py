@@ -24,7 +24,7 @@ from tapeflow.training import checkpoint as ckpt_io
 from tapeflow.training.inference import load_checkpoint_model
 from tapeflow.training.run import train
 
-from .helpers import tiny_config, write_config, write_tiny_csv
+from .helpers import tiny_config, write_config
 
 LIMIT = 8192   # bytes: a config.yaml fits, a checkpoint does not
 
@@ -47,15 +47,10 @@ def _open_hdf5_files():
 
 
 @pytest.fixture(scope="module")
-def data_csv(tmp_path_factory):
-    return write_tiny_csv(tmp_path_factory.mktemp("data") / "data.csv")
-
-
-@pytest.fixture(scope="module")
-def one_epoch(tmp_path_factory, data_csv):
+def one_epoch(tmp_path_factory, tiny_csv):
     """A run of one epoch, to go on from."""
     run = tmp_path_factory.mktemp("runs") / "run"
-    train(tiny_config(data_csv, training={"epochs": 1}), output=run, verbose=False)
+    train(tiny_config(tiny_csv, training={"epochs": 1}), output=run, verbose=False)
     return run
 
 
@@ -85,10 +80,10 @@ def test_a_checkpoint_past_the_file_size_limit_is_one_error_and_leaves_the_old_o
     assert sorted(os.listdir(run / "checkpoints")) == ["best.h5", "epoch-0001.h5"]
 
 
-def test_train_past_the_file_size_limit_says_one_line_and_exits_1(one_epoch, data_csv,
+def test_train_past_the_file_size_limit_says_one_line_and_exits_1(one_epoch, tiny_csv,
                                                                   tmp_path, capsys):
     run = _copy_without_final_model(one_epoch, tmp_path / "run")
-    config = write_config(tmp_path / "c.yaml", tiny_config(data_csv, training={"epochs": 2}))
+    config = write_config(tmp_path / "c.yaml", tiny_config(tiny_csv, training={"epochs": 2}))
     with file_size_limit(LIMIT):
         status = cli.main(["train", str(config), "--output", str(run), "--resume"])
     err = capsys.readouterr().err
@@ -101,11 +96,11 @@ def test_train_past_the_file_size_limit_says_one_line_and_exits_1(one_epoch, dat
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
-def test_a_read_only_checkpoints_directory_is_one_line(data_csv, tmp_path, capsys):
+def test_a_read_only_checkpoints_directory_is_one_line(tiny_csv, tmp_path, capsys):
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints").chmod(0o555)
-    config = write_config(tmp_path / "c.yaml", tiny_config(data_csv))
+    config = write_config(tmp_path / "c.yaml", tiny_config(tiny_csv))
     try:
         status = cli.main(["train", str(config), "--output", str(run), "--resume"])
     finally:
@@ -115,12 +110,12 @@ def test_a_read_only_checkpoints_directory_is_one_line(data_csv, tmp_path, capsy
         f"{ckpt_io.epoch_path(run, 1)}: Permission denied (EACCES)\n"
 
 
-def test_a_directory_holding_only_checkpoints_takes_a_new_run(data_csv, tmp_path):
+def test_a_directory_holding_only_checkpoints_takes_a_new_run(tiny_csv, tmp_path):
     """What a kill right after making it leaves: a new run and --resume both start there."""
     for resume in (False, True):
         run = tmp_path / f"run-{resume}"
         (run / "checkpoints").mkdir(parents=True)
-        done = train(tiny_config(data_csv), output=run, resume=resume, verbose=False)
+        done = train(tiny_config(tiny_csv), output=run, resume=resume, verbose=False)
         assert len(done.history["loss"]) == 2 and (run / "model.h5").exists()
 
 
