@@ -74,6 +74,8 @@ DELETE = object()
 # (the field's path in the training state, a wrong value, the field the message names)
 WRONG_FIELDS = [
     (("epoch",), -1, "'epoch'"),
+    (("epoch",), DELETE, "'epoch'"),
+    (("history",), DELETE, "'history'"),
     (("epoch",), 2.0, "'epoch'"),
     (("epoch",), True, "'epoch'"),
     (("step",), -3, "'step'"),
@@ -192,3 +194,15 @@ def test_inspect_predict_evaluate_say_one_line_and_exit_2(run_dir, tmp_path, cap
                   f"is {{'a': 1}}, not a list of numbers; the file is damaged or not a " \
                   f"checkpoint of this tapeflow\n"
     assert not (tmp_path / "y.csv").exists()
+
+
+def test_a_run_directory_of_invalid_checkpoints_is_one_line(run_dir, tmp_path, capsys):
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    bad = edited(ckpt_io.epoch_path(run_dir, 2), ckpt_io.epoch_path(run, 2),
+                 _set(("finished",), "yes"))
+    assert cli.main(["inspect", str(run)]) == 2
+    assert capsys.readouterr().err == (
+        f"tapeflow inspect: error: {run}: no usable checkpoint in this directory ({bad}: the "
+        f"training state's 'finished' is 'yes', not a bool; the file is damaged or not a "
+        f"checkpoint of this tapeflow)\n")

@@ -160,7 +160,9 @@ def read_checkpoint(path):
             raise CheckpointError(f"{path} is a saved model, not a trainer checkpoint (it has "
                                   f"no training state of version {TRAINING_VERSION})")
         training = training_state.decode(training)
-        _check_training(training, path)
+        if not isinstance(training.get("arrays"), dict):  # the rest: training_state.check
+            raise CheckpointError(f"{path}: the training state's 'arrays' is missing or not "
+                                  f"a dict; the file is damaged or not a checkpoint")
         optimizer_state = {}
         opt = document.get("optimizer") or {}
         for pair in opt.get("state") or []:
@@ -182,19 +184,6 @@ def read_checkpoint(path):
         reader.close()
     return Checkpoint(path, document, variables, n_tracked, input_shape, optimizer_state,
                       training, arrays)
-
-
-_TRAINING_FIELDS = {"epoch": int, "finished": bool, "stopped": bool, "history": dict,
-                    "config": dict, "random": dict, "arrays": dict, "data_fingerprint": str,
-                    "callbacks": dict}
-
-
-def _check_training(training, path):
-    for key, kind in _TRAINING_FIELDS.items():
-        if not isinstance(training.get(key), kind) or (kind is int and isinstance(
-                training.get(key), bool)):
-            raise CheckpointError(f"{path}: the training state's '{key}' is missing or not a "
-                                  f"{kind.__name__}; the file is damaged or not a checkpoint")
 
 
 def _as_damaged(path, error):
@@ -264,10 +253,16 @@ def resolve_checkpoint(path):
     final = os.path.join(path, FINAL_NAME)
     if os.path.exists(final):
         return read_checkpoint(final)
-    ckpt = last_good_checkpoint(path)
+    skipped = []
+    ckpt = last_good_checkpoint(path, skipped)
+    if ckpt is None and skipped:  # one line saying why each is not usable
+        raise CheckpointError(f"{path}: no usable checkpoint in this directory ("
+                              + "; ".join(map(str, skipped)) + ")")
     if ckpt is None:
         raise CheckpointError(f"{path}: no checkpoint in this directory (a run directory holds "
                               f"{FINAL_NAME} or {CHECKPOINT_DIR}/epoch-NNNN.h5)")
+    for error in skipped:
+        warnings.warn(f"skipping a damaged checkpoint: {error}", stacklevel=2)
     return ckpt
 
 
