@@ -11,7 +11,9 @@
 A mistake in what you gave (a config key, a data file, a checkpoint) prints one
 message and exits with status 2; nothing existing is overwritten.  A SIGTERM to
 `tapeflow train` finishes the current step, writes a checkpoint and exits with
-status 75; the same command with --resume goes on from it.
+status 75; the same command with --resume goes on from it.  A file that cannot be written
+(a read-only directory, a full disk, the file-size limit) prints one message naming it and
+the OS error and exits with status 1; the last checkpoint written stays whole.
 """
 import argparse
 import sys
@@ -19,6 +21,7 @@ import sys
 __all__ = ["main"]
 
 USER_ERROR = 2
+WRITE_FAILED = 1
 
 
 def _cmd_train(args):
@@ -194,9 +197,13 @@ def main(argv=None):
     if getattr(args, "run", None) is None:
         parser.print_help()
         return USER_ERROR
+    from .saving.atomic import WriteError
     from .training.errors import UserError
     try:
         return args.run(args)
+    except WriteError as e:
+        print(f"tapeflow {args.command}: error: {e}", file=sys.stderr)
+        return WRITE_FAILED
     except UserError as e:
         if not getattr(e, "quiet", False):  # under MPI, rank 0 prints what every rank raised
             print(f"tapeflow {args.command}: error: {e}", file=sys.stderr)

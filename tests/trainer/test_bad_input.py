@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 import yaml
 
-from .helpers import SMALL, assert_user_error, cli, small_config, tree_digest, write_config
+from .helpers import (SMALL, assert_user_error, cli, rewrite, small_config, tree_digest,
+                      write_config)
 
 pytestmark = pytest.mark.child_process  # every test reads what the command or a run it made leaves
 
@@ -410,21 +411,6 @@ class Evil:
     def __init__(self, *args, **kwargs):
         build()
 """
-
-
-def rewrite(source, target, edit):
-    """A copy of the save at ``source`` whose document ``edit`` changed, written by the
-    format's own writer: its checksums are right, as a crafted file's would be."""
-    from tapeflow.saving import format as fmt
-    document, reader = fmt.read(source)
-    arrays = fmt.ArrayWriter()
-    try:
-        for i in range(reader.count):
-            arrays.add(reader.get(i, f"array {i}"))
-    finally:
-        reader.close()
-    edit(document)
-    fmt.write(target, document, arrays)
 
 
 def name_modules(document):

@@ -5,18 +5,55 @@ The data go to a new temporary file beside the final one, made by ``mkstemp`` (`
 O_EXCL``: it never opens an existing path, so a symlink planted under a predictable temporary
 name cannot send the write elsewhere), synced, then renamed over the final name, and the
 directory synced. ``clean_temporaries`` removes what a kill left behind (``.tmp-*.part``).
+
+A write that fails (a read-only directory, a full disk, the file-size limit) raises one
+``WriteError`` naming the final path and the OS error; the old file, if any, is untouched.
 """
+import errno
 import glob
 import os
 import tempfile
 
-__all__ = ["write_atomically", "write_text_atomically", "clean_temporaries"]
+__all__ = ["write_atomically", "write_text_atomically", "clean_temporaries", "WriteError",
+           "make_directory"]
+
+
+class WriteError(OSError):
+    """A file could not be written (or its directory made): ``str()`` names the path and the
+    OS error, in one line."""
+
+    def __init__(self, path, error):
+        super().__init__(error.errno, error.strerror, path)
+        code = errno.errorcode.get(error.errno)
+        reason = f"{error.strerror} ({code})" if error.strerror and code else str(error)
+        self.message = f"cannot write {path}: {reason}"
+
+    def __str__(self):
+        return self.message
+
+
+def make_directory(path):
+    """``os.makedirs(path, exist_ok=True)``, failing with a ``WriteError``."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise WriteError(path, e) from None
 
 PATTERN = ".tmp-*.part"
 
 
 def write_atomically(final, write_fn):
-    """``write_fn(tmp_path)`` writes the whole file; then it replaces ``final``."""
+    """``write_fn(tmp_path)`` writes the whole file; then it replaces ``final``.  An OSError
+    on the way is raised as a ``WriteError`` naming ``final``."""
+    try:
+        _write_atomically(final, write_fn)
+    except WriteError:
+        raise
+    except OSError as e:
+        raise WriteError(final, e) from None
+
+
+def _write_atomically(final, write_fn):
     directory = os.path.dirname(os.path.abspath(final))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
     os.close(fd)
@@ -37,8 +74,10 @@ def write_atomically(final, write_fn):
         except OSError:
             pass
     except BaseException:
-        if os.path.exists(tmp):
+        try:
             os.remove(tmp)
+        except OSError:
+            pass
         raise
 
 

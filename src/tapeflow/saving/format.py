@@ -42,6 +42,7 @@ must be plain, checksummed, in-file arrays; the document's sha256 must match.
 Every problem is one ``LoadError`` (a ValueError) saying what is wrong.
 """
 import hashlib
+import io
 import json
 import math
 import os
@@ -55,7 +56,7 @@ from .. import backend
 from ..core.registry import lookup_primitive
 from ..tracing.ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph
 from . import graph_checks
-from .atomic import write_atomically
+from .atomic import make_directory, write_atomically
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "LIMITS", "LoadError", "SaveError", "ArrayWriter",
            "encode_graph", "decode_graph", "write", "read", "check_name", "DTYPES",
@@ -261,7 +262,11 @@ def write(path, document, arrays):
     digest = hashlib.sha256(text).hexdigest()
 
     def write_h5(target, with_json):
-        with h5py.File(target, "w") as f:
+        # HDF5 builds the file in memory and Python writes its bytes: a disk that fails
+        # (full, the file-size limit) then fails a plain write, and never an HDF5 close,
+        # which would leave the file open for HDF5 to crash on at interpreter exit
+        image = io.BytesIO()
+        with h5py.File(image, "w") as f:
             # fixed-length strings: variable-length ones live in the HDF5 global heap, which one
             # damaged byte can send libhdf5 into an endless loop on reading (issue 21 item 4)
             f.attrs["format"] = np.bytes_(FORMAT)
@@ -272,14 +277,14 @@ def write(path, document, arrays):
                 _create(group, str(i), arr)
             if with_json:
                 _create(f, JSON_NAME, np.frombuffer(text, np.uint8))
-            f.flush()
+        with open(target, "wb") as out:
+            out.write(image.getbuffer())
 
     if _single_file(path):
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
+        make_directory(os.path.dirname(os.path.abspath(path)))
         write_atomically(path, lambda tmp: write_h5(tmp, True))
         return
-    os.makedirs(path, exist_ok=True)
+    make_directory(path)
     # the arrays first: a reader that finds a new graph.json finds its arrays
     write_atomically(os.path.join(path, ARRAYS_NAME), lambda tmp: write_h5(tmp, False))
     write_atomically(os.path.join(path, JSON_NAME), lambda tmp: _write_bytes(tmp, text))

@@ -29,7 +29,9 @@ from ..saving.damaged import raised_in_h5py
 from ..saving.atomic import clean_temporaries
 from ..saving.keras_saving import assign_saved_weights, model_document
 from ..saving.saved_model import read_contents
+from . import checkpoint_state as training_state
 from .errors import CheckpointError
+from .loop_state import metric_state
 
 __all__ = ["write_checkpoint", "read_checkpoint", "Checkpoint", "restore_model",
            "last_good_checkpoint", "resolve_checkpoint", "clean_temporaries", "epoch_path",
@@ -79,9 +81,9 @@ def write_checkpoint(path, model, training, arrays_by_name=None):
     document = model_document(model, arrays)
     extra = {name: {"$array": arrays.add(np.asarray(a))}
              for name, a in (arrays_by_name or {}).items()}
-    document["training"] = dict(training, version=TRAINING_VERSION,
-                                random=encode_random_state(context().random.snapshot()),
-                                arrays=extra)
+    document["training"] = training_state.encode(dict(
+        training, version=TRAINING_VERSION,
+        random=encode_random_state(context().random.snapshot()), arrays=extra))
     fmt.write(path, document, arrays)
 
 
@@ -158,7 +160,10 @@ def read_checkpoint(path):
         if not isinstance(training, dict) or training.get("version") != TRAINING_VERSION:
             raise CheckpointError(f"{path} is a saved model, not a trainer checkpoint (it has "
                                   f"no training state of version {TRAINING_VERSION})")
-        _check_training(training, path)
+        training = training_state.decode(training)
+        if not isinstance(training.get("arrays"), dict):  # the rest: training_state.check
+            raise CheckpointError(f"{path}: the training state's 'arrays' is missing or not "
+                                  f"a dict; the file is damaged or not a checkpoint")
         optimizer_state = {}
         opt = document.get("optimizer") or {}
         for pair in opt.get("state") or []:
@@ -172,6 +177,8 @@ def read_checkpoint(path):
                 raise fmt.LoadError(f"{path}: training array '{name}' is not an array reference")
             arrays[fmt.check_name(name, f"{path}: training arrays")] = reader.get(
                 ref["$array"], f"training array '{name}'")
+        training_state.check(training, arrays, path)
+        metric_state(arrays, path)
     except fmt.LoadError as e:
         raise CheckpointError(_as_damaged(path, e)) from None
     except Exception as e:  # noqa: BLE001 - libhdf5's checks of a damaged file, else re-raised
@@ -182,25 +189,6 @@ def read_checkpoint(path):
         reader.close()
     return Checkpoint(path, document, variables, n_tracked, input_shape, optimizer_state,
                       training, arrays)
-
-
-_TRAINING_FIELDS = {"epoch": int, "finished": bool, "stopped": bool, "history": dict,
-                    "config": dict, "random": dict, "arrays": dict, "data_fingerprint": str,
-                    "callbacks": dict}
-
-
-def _check_training(training, path):
-    for key, kind in _TRAINING_FIELDS.items():
-        if not isinstance(training.get(key), kind) or (kind is int and isinstance(
-                training.get(key), bool)):
-            raise CheckpointError(f"{path}: the training state's '{key}' is missing or not a "
-                                  f"{kind.__name__}; the file is damaged or not a checkpoint")
-    if training["epoch"] < 0:
-        raise CheckpointError(f"{path}: the training state's epoch is negative")
-    step, seed = training.get("step", 0), training.get("order_seed")
-    if type(step) is not int or step < 0 or seed is not None and type(seed) is not int:
-        raise CheckpointError(f"{path}: the training state's step or order seed is not a "
-                              f"non-negative integer; the file is damaged")
 
 
 def _as_damaged(path, error):
@@ -245,15 +233,19 @@ def step_checkpoints(run_dir):
     return sorted(found, reverse=True)
 
 
-def last_good_checkpoint(run_dir):
-    """The newest checkpoint of ``run_dir``, epoch or mid-epoch, that reads back whole (damaged
-    ones are skipped with a warning), or None when the run has none."""
+def last_good_checkpoint(run_dir, skipped=None):
+    """The newest checkpoint of ``run_dir``, epoch or mid-epoch, that reads back whole and
+    valid, or None when the run has none.  Each one passed over is appended to the list
+    ``skipped`` (its ``CheckpointError``), or without one is a warning."""
     every = [((epoch, 0), path) for epoch, path in epoch_checkpoints(run_dir)]
     for _, path in sorted(every + step_checkpoints(run_dir), reverse=True):
         try:
             return read_checkpoint(path)
         except CheckpointError as e:
-            warnings.warn(f"skipping a damaged checkpoint: {e}", stacklevel=2)
+            if skipped is None:
+                warnings.warn(f"skipping a damaged checkpoint: {e}", stacklevel=2)
+            else:
+                skipped.append(e)
     return None
 
 
@@ -266,10 +258,16 @@ def resolve_checkpoint(path):
     final = os.path.join(path, FINAL_NAME)
     if os.path.exists(final):
         return read_checkpoint(final)
-    ckpt = last_good_checkpoint(path)
+    skipped = []
+    ckpt = last_good_checkpoint(path, skipped)
+    if ckpt is None and skipped:  # one line saying why each is not usable
+        raise CheckpointError(f"{path}: no usable checkpoint in this directory ("
+                              + "; ".join(map(str, skipped)) + ")")
     if ckpt is None:
         raise CheckpointError(f"{path}: no checkpoint in this directory (a run directory holds "
                               f"{FINAL_NAME} or {CHECKPOINT_DIR}/epoch-NNNN.h5)")
+    for error in skipped:
+        warnings.warn(f"skipping a damaged checkpoint: {error}", stacklevel=2)
     return ckpt
 
 

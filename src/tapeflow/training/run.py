@@ -42,7 +42,7 @@ from ..core.context import context, reset
 from ..device import device as tf_device
 from ..distribute import launch
 from ..ops import random as random_ops
-from ..saving.atomic import write_atomically, write_text_atomically
+from ..saving.atomic import make_directory, write_atomically, write_text_atomically
 from . import checkpoint as ckpt_io
 from . import loop_state
 from . import preemption
@@ -139,7 +139,7 @@ def _train_on_device(strategy, cfg, resolved, resumed, dataset, where, base_dir,
         model = launch.together(strategy, UserError, build_model, cfg, dataset, where,
                                 base_dir, allow_builder)
     if root:
-        os.makedirs(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR), exist_ok=True)
+        make_directory(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR))
         for directory in (run_dir, os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR)):
             ckpt_io.clean_temporaries(directory)  # left by a crash mid-write; never read
         _write_text(os.path.join(run_dir, CONFIG_NAME), dump_yaml(resolved))
@@ -162,11 +162,12 @@ def _run_dir_checked(run_dir, cfg, where, resume):
 def _where_resumed(run_dir, resumed):
     if resumed is None:
         return f"{run_dir} holds no run yet; starting it"
+    passed = "".join(f"; skipped {e}" for e in getattr(resumed, "skipped", ()))
     if resumed.path is None:
-        return f"{run_dir} has no checkpoint yet; starting its run again"
+        return f"{run_dir} has no usable checkpoint yet; starting its run again{passed}"
     step = resumed.training.get("step", 0)
     at = f"epoch {resumed.epoch + 1}, step {step}" if step else f"epoch {resumed.epoch}"
-    return f"going on from {resumed.path} (after {at})"
+    return f"going on from {resumed.path} (after {at}){passed}"
 
 
 def _nothing(*args):
@@ -228,7 +229,7 @@ def _refuse_existing_run(run_dir):
     """A new run goes into a new or empty directory: it never writes over files already there."""
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise UserError(f"--output {run_dir} is a file; give a directory for the run")
-    if os.path.isdir(run_dir) and os.listdir(run_dir):
+    if not _holds_nothing(run_dir):  # what a kill right after making it leaves is empty
         held = "a run; continue it with --resume, or" \
             if os.path.exists(os.path.join(run_dir, CONFIG_NAME)) else "files;"
         raise UserError(f"{run_dir} already holds {held} choose another --output (nothing "
@@ -243,7 +244,8 @@ def _resume_point(run_dir, cfg, where):
     if _holds_nothing(run_dir):
         return None
     ckpt_io.clean_temporaries(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR))
-    found = ckpt_io.last_good_checkpoint(run_dir)
+    skipped = []
+    found = ckpt_io.last_good_checkpoint(run_dir, skipped)
     if found is None:
         saved = os.path.join(run_dir, CONFIG_NAME)
         if not os.path.exists(saved):
@@ -260,6 +262,7 @@ def _resume_point(run_dir, cfg, where):
         raise UserError(f"--resume: the run in {run_dir} already finished ({found.epoch} "
                         f"epochs); to train longer, raise training.epochs "
                         f"(--set training.epochs={found.epoch + 10})")
+    found.skipped = skipped  # said with where the run goes on from
     return found
 
 
@@ -453,10 +456,12 @@ class _Trainer:
         due = self.step_checkpoint_due(epoch, steps, steps)
         stop = preemption.agreed(self.strategy, self.stop)
         path = ckpt_io.epoch_path(self.run_dir, self.epoch)
+        # the best so far before the epoch checkpoint, which a resume takes it from
+        improved = self.best is not None and self.best.improves(logs, epoch)
         if (self.epoch % every == 0 or last or due or stop) and self.writes:
             self.write(path)
             ckpt_io.prune(self.run_dir, self.cfg.checkpoint.keep_last)
-        if self.best is not None and self.best.improves(logs, epoch):
+        if improved:
             self.write(os.path.join(self.run_dir, ckpt_io.CHECKPOINT_DIR, ckpt_io.BEST_NAME))
         if stop:
             self.preempted(path, f"epoch {self.epoch}")
