@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 
+from ..backend import to_host
 from ..tracing.function import function
 from ..tracing.ir import CUSTOM_GRADIENT, READ, describe_source
 from .format import SaveError
@@ -96,14 +97,15 @@ def graph_to_onnx(graph, name="tapeflow"):
         emit.names[vid] = f"input_{i}"
         inputs.append(_value_info(helper, emit.names[vid], *graph.types[vid]))
     for vid, array in graph.consts.items():
-        emit.names[vid] = emit.constant(np.asarray(array))
+        emit.names[vid] = emit.constant(np.asarray(to_host(array)))  # consts may be on a GPU
     read = {}  # variable index -> its initializer, once however often the graph reads it
     for eqn in graph.eqns:
         if eqn.op is READ:
             index = eqn.attrs["variable"]
             if index not in read:
                 variable = graph.variables[index]
-                stem = variable.path.replace("/", "_").replace(":", "_")
+                path = getattr(variable, "path", None) or variable.name  # loaded: a name
+                stem = path.replace("/", "_").replace(":", "_")
                 read[index] = emit.constant(np.asarray(variable.numpy()), stem=stem)
             emit.names[eqn.outputs[0]] = read[index]
             continue
