@@ -7,6 +7,7 @@
     tapeflow predict runs/housing --input x.csv --output y.csv
     tapeflow inspect runs/housing                       architecture, optimizer, epoch, config
     tapeflow sweep configs/housing.yaml --grid training.batch_size=32,64   one run per value
+    tapeflow export runs/housing --format onnx --output housing.onnx    for onnxruntime
 
 A mistake in what you gave (a config key, a data file, a checkpoint) prints one
 message and exits with status 2; nothing existing is overwritten.  A SIGTERM to
@@ -82,6 +83,16 @@ def _cmd_inspect(args):
 
     for line in describe_checkpoint(resolve_checkpoint(args.checkpoint)):
         print(line)
+    return 0
+
+
+def _cmd_export(args):
+    from .saving.onnx_export import OPSET
+    from .training.export import export_to_onnx
+
+    proto = export_to_onnx(args.path, args.output, overwrite=args.overwrite)
+    print(f"wrote {args.output} (ONNX opset {OPSET}; inputs "
+          f"{[i.name for i in proto.graph.input]}, outputs {[o.name for o in proto.graph.output]})")
     return 0
 
 
@@ -185,6 +196,19 @@ def _parser():
                                          "optimizer, epoch, metrics, custom gradients and config.")
     inspect.add_argument("checkpoint", metavar="CKPT", help=CHECKPOINT_HELP)
     inspect.set_defaults(run=_cmd_inspect)
+
+    export = sub.add_parser(
+        "export", help="write a trained model as an ONNX file",
+        description="Write a run's trained model (or a checkpoint, or a SavedModel directory "
+                    "from tf.saved_model.save / model.export) as an ONNX file for onnxruntime: "
+                    "its inference graph, the batch dimension dynamic. An op with no ONNX form "
+                    "is refused by name.")
+    export.add_argument("path", metavar="RUN_DIR_OR_SAVE",
+                        help=CHECKPOINT_HELP + ", or a SavedModel directory")
+    export.add_argument("--format", choices=["onnx"], default="onnx")
+    export.add_argument("--output", required=True, metavar="MODEL.onnx")
+    export.add_argument("--overwrite", action="store_true", help="replace MODEL.onnx if it exists")
+    export.set_defaults(run=_cmd_export)
 
     ops = sub.add_parser("ops", help="list the registered ops and whether each has a gradient")
     ops.set_defaults(run=_cmd_ops)

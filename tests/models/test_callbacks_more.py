@@ -1,4 +1,4 @@
-"""LambdaCallback, Keras 2's batch hooks, TensorBoard's refusal, and BackupAndRestore: a fit
+"""LambdaCallback, Keras 2's batch hooks, and BackupAndRestore: a fit
 interrupted (by an exception, or a process killed with SIGKILL) and run again goes on from its
 last backup and ends where the uninterrupted fit ends, bit for bit."""
 import json
@@ -58,11 +58,6 @@ def test_lambda_callback_refuses_what_is_not_a_hook_or_a_function():
         cbs.LambdaCallback(on_epoch_ending=print)
     with pytest.raises(TypeError, match="on_epoch_end must be a function"):
         cbs.LambdaCallback(on_epoch_end="print")
-
-
-def test_tensorboard_is_refused_with_what_to_use_instead():
-    with pytest.raises(NotImplementedError, match="TensorBoard is not supported.*CSVLogger"):
-        cbs.TensorBoard(log_dir="logs", histogram_freq=1)
 
 
 # --- BackupAndRestore in one process -------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Callbacks that record or react to each step's logs: TerminateOnNaN, CSVLogger,
-LambdaCallback, and TensorBoard (refused: see its docstring)."""
+"""Callbacks that record or react to each step's logs: TerminateOnNaN, CSVLogger and
+LambdaCallback (TensorBoard has its own module)."""
 import csv
 import math
 import os
@@ -8,7 +8,7 @@ from .base import Callback
 
 _HOOKS = tuple(name for name in vars(Callback) if name.startswith("on_"))
 
-__all__ = ["TerminateOnNaN", "CSVLogger", "LambdaCallback", "TensorBoard"]
+__all__ = ["TerminateOnNaN", "CSVLogger", "LambdaCallback"]
 
 
 class TerminateOnNaN(Callback):
@@ -82,16 +82,3 @@ class LambdaCallback(Callback):
                                 f"{type(fn).__name__}")
             setattr(self, hook, fn)  # the instance's function replaces the no-op method
 
-
-class TensorBoard(Callback):
-    """Refused: writing TensorBoard's event files takes TensorFlow or tensorboardX (which
-    needs protobuf), and tapeflow depends on neither.  ``History``, ``CSVLogger`` and
-    ``LambdaCallback`` record the same numbers."""
-
-    def __init__(self, log_dir="logs", *args, **kwargs):
-        raise NotImplementedError(
-            "TensorBoard is not supported by tapeflow: writing its event files needs "
-            "TensorFlow or tensorboardX, which tapeflow does not depend on. Use "
-            "tf.keras.callbacks.CSVLogger('log.csv') or the History that fit returns "
-            "(history.history['loss']), or a LambdaCallback(on_epoch_end=...) that sends the "
-            "logs to a writer of your choice (e.g. tensorboardX.SummaryWriter.add_scalar).")

@@ -1,4 +1,5 @@
-"""Keras 3's ``model.export(path)``: a SavedModel for serving, whose endpoint is ``serve``.
+"""Keras 3's ``model.export(path)``: a SavedModel for serving, whose endpoint is ``serve``
+(``format="onnx"``: an ONNX file instead, see ``onnx_export``).
 
 The artifact holds the model's variables and one traced function, ``serve``
 (the model called with ``training=False`` on its input signature, any batch
@@ -24,11 +25,15 @@ class _ExportArchive(Module):
 
 
 def export_model(model, filepath, format="tf_saved_model", verbose=True, input_signature=None):
-    if format != "tf_saved_model":
+    if format not in ("tf_saved_model", "onnx"):
         raise ValueError(f"model.export: format {format!r} is not supported; tapeflow exports "
-                         f"format='tf_saved_model'")
+                         f"format='tf_saved_model' and format='onnx'")
     if input_signature is None:
         input_signature = [_input_spec(model)]
+    if format == "onnx":
+        from .onnx_export import export_onnx
+        export_onnx(model, filepath, input_signature, verbose=verbose)
+        return
     archive = _ExportArchive(name="export_archive")
     # tracked as plain lists: the artifact keeps the weights, not the Python model
     archive._variables = list(model.variables)

@@ -123,6 +123,9 @@ class LoggingConfig(Section):
     progress: Literal["auto", "bar", "lines", "none"] = Field(
         "auto", description="a tqdm bar on a terminal, one line per epoch otherwise")
     plot: bool = Field(True, description="write learning_curve.png")
+    tensorboard: bool = Field(
+        False, description="TensorBoard event files under tensorboard/ in the run directory "
+        "(epoch scalars, the traced step's graph); needs the tensorboard package")
 
 
 class RunConfig(Section):

@@ -418,6 +418,12 @@ class _Trainer:
         callbacks = [_EpochEnd(self)]
         if self.early_stopping is not None:
             callbacks.insert(0, self.early_stopping)
+        if self.cfg.logging.tensorboard:
+            try:
+                callbacks.append(callbacks_module.TensorBoard(
+                    os.path.join(self.run_dir, "tensorboard")))
+            except ImportError as e:
+                raise ConfigError(f"logging.tensorboard: {e}") from None
         progress = self.cfg.logging.progress
         if self.verbose and progress != "none":
             callbacks.append(_Progress(2 if progress == "lines" else 1, self.stream,
