@@ -24,9 +24,10 @@ __all__ = ["no_gradient_error", "rule_fn", "fill_zeros", "run_rule", "accumulate
 
 
 def no_gradient_error(op_name, why=None):
-    """The error for an op with no registered gradient; ``why`` replaces the hint to register one."""
+    """The error for an op with no registered gradient; ``why`` replaces the hint to add one."""
     hint = why or f"Register one with tapeflow.RegisterGradient('{op_name}')."
-    return LookupError(f"No gradient defined for operation '{op_name}' (op type: {op_name}). {hint}")
+    return LookupError(
+        f"No gradient defined for operation '{op_name}' (op type: {op_name}). {hint}")
 
 
 def rule_fn(op, rule):

@@ -212,8 +212,9 @@ def op_jvp(op, attrs, inputs, outputs, in_tangents):
     if rule is NOT_DIFFERENTIABLE:
         return [None] * len(outputs)
     if rule is None:
-        raise no_gradient_error(op.name, "Forward mode derives an op's JVP from its gradient: "
-                                         f"register one with tapeflow.RegisterGradient('{op.name}').")
+        raise no_gradient_error(
+            op.name, "Forward mode derives an op's JVP from its gradient: register one with "
+                     f"tapeflow.RegisterGradient('{op.name}').")
     node = _node_for(op, rule, attrs, inputs, outputs, needs)
     us = [Tensor(backend.array_module(o._value).zeros_like(o._value)) for o in outputs]
     sources = [u for u, w in zip(us, wanted) if w]

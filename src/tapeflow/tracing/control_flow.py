@@ -24,10 +24,10 @@ function too), so gradients reach whatever a tape watches.
   loop variables back (they keep their shapes and dtypes by construction).
 
 Gradients are rules written in tapeflow ops, so they can be differentiated
-again.  ``graph_vjp`` (``graph_vjp.py``) re-runs a nested graph through ``apply`` (recorded by any
-outer tape, or traced) and walks its equations backwards calling each op's
-registered rule: no tape is involved, so the inputs may already be recorded
-by other tapes.  The rule of ``If`` is an ``If`` (``cond``) of its branches'
+again.  ``graph_vjp`` (in ``graph_vjp.py``) re-runs a nested graph through
+``apply`` (recorded by any outer tape, or traced) and walks its equations
+backwards calling each op's registered rule: no tape is involved, so the
+inputs may already be recorded by other tapes.  The rule of ``If`` is an ``If`` (``cond``) of its branches'
 vjps; of ``MapFn`` a ``map_fn`` of the row vjps (captured values' gradients
 summed over rows).  The rule of ``While`` re-runs the loop: eagerly it keeps
 every iteration's state and walks back (run-time unrolling, O(n)); inside a
