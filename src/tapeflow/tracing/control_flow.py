@@ -28,12 +28,13 @@ again.  ``graph_vjp`` (in ``graph_vjp.py``) re-runs a nested graph through
 ``apply`` (recorded by any outer tape, or traced) and walks its equations
 backwards calling each op's registered rule: no tape is involved, so the
 inputs may already be recorded by other tapes.  The rule of ``If`` is an
-``If`` (``cond``) of its branches' vjps; of ``MapFn`` a ``map_fn`` of the row vjps (captured values' gradients
-summed over rows).  The rule of ``While`` re-runs the loop: eagerly it keeps
-every iteration's state and walks back (run-time unrolling, O(n)); inside a
-trace, where the trip count is known only at run time, it is a ``while_loop``
-walking back whose body recomputes the state of its iteration with an inner
-``while_loop`` from the start (O(n^2) body runs, no stacked state needed).
+``If`` (``cond``) of its branches' vjps; of ``MapFn`` a ``map_fn`` of the row
+vjps (captured values' gradients summed over rows).  The rule of ``While``
+re-runs the loop: eagerly it keeps every iteration's state and walks back
+(run-time unrolling, O(n)); inside a trace, where the trip count is known only
+at run time, it is a ``while_loop`` walking back whose body recomputes the
+state of its iteration with an inner ``while_loop`` from the start (O(n^2)
+body runs, no stacked state needed).
 
 Limits: a nested graph's outputs must keep one shape and dtype across
 branches / iterations (``shape_invariants`` is not supported); the gradient
