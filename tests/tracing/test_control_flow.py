@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tapeflow.tracing.control_flow import graph_vjp
+from tapeflow.tracing.graph_vjp import graph_vjp
 
 from .helpers import assert_same, derivatives, derivatives_inside, equation_names
 

@@ -2,9 +2,11 @@
 
 Done once, here, for every rule: finding the nodes between the targets and the
 sources (nodes that lead to no source are never run), visiting them in
-reverse creation order without recursion, skipping nodes whose cotangents are
-all absent (symbolic zeros), summing a cotangent back to the shape of an input
-that was broadcast, and accumulating cotangents of tensors used twice.
+reverse creation order without recursion, and skipping nodes whose cotangents
+are all absent (symbolic zeros).  Running a node's rule, summing a cotangent
+back to the shape of an input that was broadcast and accumulating cotangents of
+tensors used twice are the steps ``core/backward.py`` shares with
+``tracing/graph_vjp.py``'s walk over a nested graph's equations.
 
 Cotangents may carry ``batch_ndim`` extra leading axes: that is how a jacobian
 is one backward pass.  Rules are written with negative axes so they hold for
@@ -15,13 +17,13 @@ import operator
 
 import numpy as np
 
+from .backward import accumulate, fill_zeros, lead_shape, rule_fn, run_rule, unbroadcast
 from .context import context
-from .dispatch import apply
-from .installed_ops import OPS
-from .registry import Inline, def_primitive, register_gradient
-from .tensor import Tensor, convert_to_tensor
+from .tensor import Tensor
 
-__all__ = ["backward", "NotVectorizable", "reachable_nodes", "release_nodes", "lead_shape"]
+# unbroadcast and lead_shape live in .backward; named here too for the modules that import them
+__all__ = ["backward", "NotVectorizable", "reachable_nodes", "release_nodes", "lead_shape",
+           "unbroadcast"]
 
 
 class NotVectorizable(Exception):
@@ -78,7 +80,7 @@ def _backward(tape_id, targets, seeds, sources, batch_ndim, release):
     lazy = not ctx.tapes and not ctx.accumulators and ctx.trace is None
     grads = {}
     for t, seed in zip(targets, seeds):
-        _accumulate(grads, t._id, seed)
+        accumulate(grads, t._id, seed)
     nodes = reachable_nodes(tape_id, [t._node for t in targets])
 
     # A node is useful when a source is upstream of it: only those are run.  Nodes come in
@@ -119,42 +121,11 @@ def _backward(tape_id, targets, seeds, sources, batch_ndim, release):
             out_grads = [_sum_collected(g) if g.__class__ is list else g for g in out_grads]
             if all(g is None for g in out_grads):
                 continue
-            out_grads = [g if g is not None else _zeros_cotangent(n, k, seeds[0], batch_ndim)
-                         for k, g in enumerate(out_grads)]
-        rule = n.rule
-        if rule is None:
-            raise LookupError(
-                f"No gradient defined for operation '{n.op.name}' (op type: {n.op.name}). "
-                f"Register one with tapeflow.RegisterGradient('{n.op.name}').")
-        in_ids = n.in_ids
+            out_grads = fill_zeros(out_grads, n.out_meta, seeds[0]._value.shape[:batch_ndim],
+                                   seeds[0]._value)
         n.needs_input_grad = needs  # set here, not earlier: a rule may start a backward of its own
-        in_grads = rule.fn(n, *out_grads)
-        if in_grads.__class__ is not tuple and in_grads.__class__ is not list:
-            in_grads = (in_grads,)
-        if len(in_grads) != len(in_ids):
-            raise ValueError(f"The gradient of '{n.op.name}' returned {len(in_grads)} gradients "
-                             f"for {len(in_ids)} inputs")
-        for k, g in enumerate(in_grads):
-            if g is None or not needs[k]:
-                continue
-            shape, dtype = n.in_meta[k]
-            if g.__class__ is not Tensor:
-                g = convert_to_tensor(g, dtype=dtype)
-            value = g._value
-            if value.dtype != dtype:
-                g = OPS.cast(g, dtype)  # e.g. back to an integer source's dtype: dropped at the end
-            if (value.shape[batch_ndim:] if batch_ndim else value.shape) != shape:
-                g = unbroadcast(g, shape, batch_ndim)
-            key = in_ids[k]
-            prev = grads.get(key)
-            if prev is None:
-                grads[key] = g
-            elif not lazy:
-                grads[key] = prev + g
-            elif prev.__class__ is list:
-                prev.append(g)
-            else:
-                grads[key] = [prev, g]
+        run_rule(rule_fn(n.op, n.rule), n, out_grads, n.in_ids, n.in_meta, needs, grads,
+                 batch_ndim, lazy)
     if release:
         release_nodes(tape_id, nodes)
     out = [grads.get(s._id) for s in sources]
@@ -180,75 +151,3 @@ def release_nodes(tape_id, nodes):
             node.tapes = tuple([t for t in node.tapes if t != tape_id])
             if not node.tapes:
                 node.release()
-
-
-def _accumulate(grads, key, g):
-    prev = grads.get(key)
-    grads[key] = g if prev is None else prev + g
-
-
-def _zeros_cotangent(node, k, like_seed, batch_ndim):
-    lead = like_seed._value.shape[:batch_ndim]
-    shape, dtype = node.out_meta[k]
-    return OPS.zeros_on(lead + tuple(shape), dtype, like_seed._value)
-
-
-def unbroadcast(g, shape, batch_ndim=0):
-    """Sum ``g`` (batch axes + a broadcast shape) back down to batch axes + ``shape``."""
-    return apply(_SUM_TO_SHAPE, (g,), {"shape": tuple(shape), "batch_ndim": batch_ndim})
-
-
-def _sum_to_shape(g, shape, batch_ndim):
-    gshape = g.shape
-    extra = len(gshape) - batch_ndim - len(shape)
-    axes = list(range(batch_ndim, batch_ndim + extra))
-    for i, d in enumerate(shape):
-        if d == 1 and gshape[batch_ndim + extra + i] != 1:
-            axes.append(batch_ndim + extra + i)
-    if axes:
-        g = g.sum(axis=tuple(axes), dtype=g.dtype)
-    return g.reshape(gshape[:batch_ndim] + tuple(shape))
-
-
-_SUM_TO_SHAPE = def_primitive("SumToShape", _sum_to_shape)
-
-
-def _sum_to_shape_kernel(in_types, attrs):
-    """With the cotangent's shape known, the axes ``_sum_to_shape`` would sum are fixed."""
-    ((gshape, dtype),) = in_types
-    shape, batch_ndim = attrs["shape"], attrs["batch_ndim"]
-    if None in gshape:
-        return None
-    extra = len(gshape) - batch_ndim - len(shape)
-    axes = list(range(batch_ndim, batch_ndim + extra))
-    for i, d in enumerate(shape):
-        if d == 1 and gshape[batch_ndim + extra + i] != 1:
-            axes.append(batch_ndim + extra + i)
-    out_shape = tuple(gshape[:batch_ndim]) + tuple(shape)
-    if not axes:
-        return lambda g: g.reshape(out_shape)
-    axes = tuple(axes)
-    summed = tuple(d for i, d in enumerate(gshape) if i not in axes)
-    if summed == out_shape and dtype.kind == "f":
-        # (32, 30) -> (30,): the sum has the shape already, and a float array sums in its
-        # own dtype by default; the axes are ints, so the expression holds nothing but them.
-        return Inline(f"{{0}}.sum(axis={tuple(int(a) for a in axes)!r})")
-    return lambda g: g.sum(axis=axes, dtype=dtype).reshape(out_shape)
-
-
-_SUM_TO_SHAPE.specialize = _sum_to_shape_kernel
-
-
-@register_gradient("SumToShape")
-def _sum_to_shape_grad(op, g):
-    in_shape, nb, shape = op.input_shape(), op.get_attr("batch_ndim"), op.get_attr("shape")
-    lead = lead_shape(g, len(op.output_shape()))
-    extra = len(in_shape) - nb - len(shape)
-    kept = lead + tuple(in_shape[:nb]) + (1,) * extra + shape
-    return OPS.broadcast_to(OPS.reshape(g, kept), lead + tuple(in_shape))
-
-
-def lead_shape(g, out_ndim):
-    """The extra leading (jacobian) axes of cotangent ``g`` for an output of rank ``out_ndim``."""
-    shape = g._value.shape
-    return tuple(shape[:len(shape) - out_ndim])

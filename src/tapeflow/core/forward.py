@@ -39,6 +39,7 @@ import weakref
 from .. import backend
 from . import nest
 from .backprop import backward
+from .backward import no_gradient_error
 from .context import PER_THREAD
 from .graph import Node
 from .installed_ops import OPS
@@ -211,10 +212,9 @@ def op_jvp(op, attrs, inputs, outputs, in_tangents):
     if rule is NOT_DIFFERENTIABLE:
         return [None] * len(outputs)
     if rule is None:
-        raise LookupError(
-            f"No gradient defined for operation '{op.name}' (op type: {op.name}); forward mode "
-            f"derives an op's JVP from its gradient. Register one with "
-            f"tapeflow.RegisterGradient('{op.name}').")
+        raise no_gradient_error(
+            op.name, "Forward mode derives an op's JVP from its gradient: register one with "
+                     f"tapeflow.RegisterGradient('{op.name}').")
     node = _node_for(op, rule, attrs, inputs, outputs, needs)
     us = [Tensor(backend.array_module(o._value).zeros_like(o._value)) for o in outputs]
     sources = [u for u, w in zip(us, wanted) if w]

@@ -24,16 +24,17 @@ function too), so gradients reach whatever a tape watches.
   loop variables back (they keep their shapes and dtypes by construction).
 
 Gradients are rules written in tapeflow ops, so they can be differentiated
-again.  ``graph_vjp`` re-runs a nested graph through ``apply`` (recorded by any
-outer tape, or traced) and walks its equations backwards calling each op's
-registered rule: no tape is involved, so the inputs may already be recorded
-by other tapes.  The rule of ``If`` is an ``If`` (``cond``) of its branches'
-vjps; of ``MapFn`` a ``map_fn`` of the row vjps (captured values' gradients
-summed over rows).  The rule of ``While`` re-runs the loop: eagerly it keeps
-every iteration's state and walks back (run-time unrolling, O(n)); inside a
-trace, where the trip count is known only at run time, it is a ``while_loop``
-walking back whose body recomputes the state of its iteration with an inner
-``while_loop`` from the start (O(n^2) body runs, no stacked state needed).
+again.  ``graph_vjp`` (in ``graph_vjp.py``) re-runs a nested graph through
+``apply`` (recorded by any outer tape, or traced) and walks its equations
+backwards calling each op's registered rule: no tape is involved, so the
+inputs may already be recorded by other tapes.  The rule of ``If`` is an
+``If`` (``cond``) of its branches' vjps; of ``MapFn`` a ``map_fn`` of the row
+vjps (captured values' gradients summed over rows).  The rule of ``While``
+re-runs the loop: eagerly it keeps every iteration's state and walks back
+(run-time unrolling, O(n)); inside a trace, where the trip count is known only
+at run time, it is a ``while_loop`` walking back whose body recomputes the
+state of its iteration with an inner ``while_loop`` from the start (O(n^2)
+body runs, no stacked state needed).
 
 Limits: a nested graph's outputs must keep one shape and dtype across
 branches / iterations (``shape_invariants`` is not supported); the gradient
@@ -47,22 +48,22 @@ import numpy as np
 
 from .. import backend
 from ..core import nest
-from ..core.backprop import unbroadcast
-from ..core.context import PER_THREAD, context, init_scope
+from ..core.context import PER_THREAD, context
 from ..core.dispatch import apply
 from ..core.tape import GradientTape
-from ..core.registry import NOT_DIFFERENTIABLE, def_primitive, register_gradient
+from ..core.registry import def_primitive, register_gradient
 from ..core.tensor import Tensor, Variable, convert_to_tensor, made_before, next_tensor_id
 from ..ops.arithmetic import add, greater, less, logical_and, subtract
-from ..ops.creation import zeros_on
 from ..ops.elementwise import identity
 from ..ops.reduce import reduce_sum
-from ..ops.shape import cast, reshape, stack
-from .compiler import _apply_custom, _graph_gradient, compile_graph, optimize
-from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Graph, is_effect
+from ..ops.shape import stack
+from .compiler import compile_graph, optimize
+from .graph_vjp import (add_cotangents, call_graph, cotangent_batch_ndim, example, graph_vjp,
+                        is_float, lead_axes, or_zeros, per_row, zeros_cotangent)
+from .ir import ASSIGN, Graph, is_effect
 from .tracer import SymbolicTensor, TraceError, Tracer, tracing
 
-__all__ = ["cond", "while_loop", "map_fn", "graph_vjp"]
+__all__ = ["cond", "while_loop", "map_fn"]
 
 
 # =================================================================================================
@@ -118,10 +119,6 @@ class _NestedTracer(Tracer):
         self.assigned.setdefault(id(variable), variable)
 
 
-def _example(t):
-    return t._example if t.__class__ is SymbolicTensor else t._value
-
-
 def _is_symbolic(t):
     return t.__class__ is SymbolicTensor
 
@@ -142,9 +139,9 @@ def _trace(name, fn, args, parent, structure=None, carried=(), assignable=True,
     """
     tracer = _NestedTracer(name, parent, assignable)
     with tracing(tracer):
-        placeholders = [tracer.placeholder(_example(a)) for a in args]
+        placeholders = [tracer.placeholder(example(a)) for a in args]
         for v in carried:
-            ph = tracer.placeholder(_example(parent.read(v)) if parent is not None else v._value)
+            ph = tracer.placeholder(example(parent.read(v)) if parent is not None else v._value)
             tracer._variables[id(v)] = (ph._vid, ph._example)
         if structure is None:
             result = fn()
@@ -179,7 +176,7 @@ def _finish(tracers, own, outputs):
         for t in union:
             vid = mine.get(id(t))
             if vid is None:  # used by another branch only: an input this one ignores
-                vid = graph.new_value(_example(t).shape, _example(t).dtype)
+                vid = graph.new_value(example(t).shape, example(t).dtype)
             cap_ids.append(vid)
         graph.inputs = graph.inputs[:n_own] + cap_ids
         graphs.append(_optimized(graph))
@@ -193,7 +190,7 @@ def _optimized(graph):
 
 
 def _types(tensors):
-    return [(tuple(_example(t).shape), np.dtype(_example(t).dtype)) for t in tensors]
+    return [(tuple(example(t).shape), np.dtype(example(t).dtype)) for t in tensors]
 
 
 def _describe(shape, dtype):
@@ -213,35 +210,6 @@ def _run(graph, arrays):
         free.types = {v: (tuple(None for _ in s), d) for v, (s, d) in graph.types.items()}
         run = runs[ctx.device] = compile_graph(free, xp=ctx.xp)
     return run(*arrays)
-
-
-def _call(graph, inputs):
-    """A nested graph run on Tensors through ``apply`` (recorded by tapes, traced by traces)."""
-    env = {vid: Tensor(arr) for vid, arr in graph.consts.items()}
-    env.update(zip(graph.inputs, inputs))
-    for e in graph.eqns:
-        _eval(graph, e, env)
-    return [env[o] for o in graph.outputs]
-
-
-def _eval(graph, e, env):
-    # A nested graph runs again on Tensors only to differentiate it: its prints and
-    # assertions happened when it ran forward, as TensorFlow's gradients do not repeat them.
-    if e.op.effect:
-        return
-    if e.op is READ:
-        env[e.outputs[0]] = graph.variables[e.attrs["variable"]]
-        return
-    ins = [env[i] for i in e.inputs]
-    if e.op is CUSTOM_GRADIENT:
-        if e.attrs.get("grad") is not None:
-            outs = _apply_custom(e, ins)  # recorded with its traced gradient graph
-        else:
-            outs = ins[e.attrs["n_inputs"]:]
-    else:
-        out = apply(e.op, tuple(ins), e.attrs or None)
-        outs = (out,) if e.op.num_outputs == 1 else out
-    env.update(zip(e.outputs, outs))
 
 
 def _emit(op, operands, attrs):
@@ -337,8 +305,8 @@ def _check_structure(what, a_name, a_res, b_name, b_res):
 def _if_grad(op, *dys):
     pred, *operands = op.inputs
     then_g, else_g = op.get_attr("then_branch"), op.get_attr("else_branch")
-    nb = _batch_ndim(op, dys)
-    diff = [k for k, t in enumerate(operands) if _is_float(t)]
+    nb = cotangent_batch_ndim(op, dys)
+    diff = [k for k, t in enumerate(operands) if is_float(t)]
     grads = [None] * (1 + len(operands))
     if not diff:
         return grads
@@ -479,7 +447,7 @@ def _static_int(n):
 def _while_grad(op, *dys):
     n_vars = op.get_attr("n_vars")
     loop = (op.get_attr("cond"), op.get_attr("body"), op.get_attr("maximum_iterations"))
-    nb = _batch_ndim(op, dys)
+    nb = cotangent_batch_ndim(op, dys)
     ins = list(op.inputs)
     init, caps = ins[:n_vars], ins[n_vars:]
     ctx = context()
@@ -487,13 +455,13 @@ def _while_grad(op, *dys):
         # In a trace, with nothing recording this backward pass: one WhileGrad equation that
         # keeps every state when it runs, O(n) (as while_v2 accumulates them); differentiated
         # again, it falls back on the recomputing form below.
-        lead = _lead(dys, nb)
-        cotangents = [_or_zeros(d, t, lead) for d, t in zip(dys, init)]
+        lead = lead_axes(dys, nb)
+        cotangents = [or_zeros(d, t, lead) for d, t in zip(dys, init)]
         grads = apply(WHILE_GRAD, tuple(ins) + tuple(cotangents),
                       {"cond": loop[0], "body": loop[1], "maximum_iterations": loop[2],
                        "n_vars": n_vars, "nb": nb})
         grads = iter(grads)
-        return [next(grads) if _is_float(t) else None for t in ins]
+        return [next(grads) if is_float(t) else None for t in ins]
     return _while_grad_recomputing(loop, ins, n_vars, list(dys), nb)
 
 
@@ -503,7 +471,7 @@ def _while_grad_recomputing(loop, ins, n_vars, dys, nb):
     init, caps = ins[:n_vars], ins[n_vars:]
     back = _while_grad_unrolled if context().trace is None else _while_grad_traced
     g_vars, g_caps = back(*loop, init, caps, dys, nb)
-    return [g if _is_float(t) else None for g, t in zip(g_vars + g_caps, ins)]
+    return [g if is_float(t) else None for g, t in zip(g_vars + g_caps, ins)]
 
 
 def _while_grad_forward(*operands, cond, body, maximum_iterations, n_vars, nb):
@@ -512,10 +480,10 @@ def _while_grad_forward(*operands, cond, body, maximum_iterations, n_vars, nb):
     the body's compiled vector-Jacobian product, one call a step: O(n)."""
     ins, dys = list(operands[:-n_vars]), list(operands[-n_vars:])
     lead = tuple(dys[0].shape[:nb]) if nb else ()
-    is_float = [a.dtype.kind in "fc" for a in ins]
+    float_ins = [a.dtype.kind in "fc" for a in ins]
     if context().trace is not None:  # shape inference: each gradient has its operand's type
         return tuple(backend.array_module(a).zeros(lead + a.shape, a.dtype)
-                     for a, f in zip(ins, is_float) if f)
+                     for a, f in zip(ins, float_ins) if f)
     state, caps = ins[:n_vars], ins[n_vars:]
     states = [state]
     while maximum_iterations is None or len(states) <= maximum_iterations:
@@ -523,8 +491,8 @@ def _while_grad_forward(*operands, cond, body, maximum_iterations, n_vars, nb):
             break
         state = list(_run(body, state + caps))
         states.append(state)
-    vjp = _compiled_body_vjp(body, states[0] + caps, is_float[:n_vars], dys, nb)
-    ct = [d for d, f in zip(dys, is_float) if f]
+    vjp = _compiled_body_vjp(body, states[0] + caps, float_ins[:n_vars], dys, nb)
+    ct = [d for d, f in zip(dys, float_ins) if f]
     acc = None
     n_ct = len(ct)
     for state in reversed(states[:-1]):
@@ -533,7 +501,7 @@ def _while_grad_forward(*operands, cond, body, maximum_iterations, n_vars, nb):
         acc = list(g_caps) if acc is None else [a + g for a, g in zip(acc, g_caps)]
     if acc is None:  # no trip: the captured values get zeros
         acc = [backend.array_module(c).zeros(lead + c.shape, c.dtype)
-               for c, f in zip(caps, is_float[n_vars:]) if f]
+               for c, f in zip(caps, float_ins[n_vars:]) if f]
     return tuple(ct) + tuple(acc)
 
 
@@ -568,14 +536,14 @@ def _while_grad_grad(op, *gs):
     batch of cotangents, a jacobian's, one row at a time)."""
     nb = gs[0]._value.ndim - len(op.output_shape(0))
     if nb:
-        return _per_row(lambda rows: _while_grad_grad(op, *rows), list(gs), nb)
+        return per_row(lambda rows: _while_grad_grad(op, *rows), list(gs), nb)
     n_vars = op.get_attr("n_vars")
     loop = (op.get_attr("cond"), op.get_attr("body"), op.get_attr("maximum_iterations"))
     with GradientTape(persistent=False) as tape:
         # one fresh tensor per operand position: a tensor that is both a loop variable and a
         # captured value gets each position's share, not the sum twice
         operands = [identity(t) for t in op.inputs]
-        tape.watch([t for t in operands if _is_float(t)])
+        tape.watch([t for t in operands if is_float(t)])
         ins, dys = operands[:-n_vars], operands[-n_vars:]
         grads = _while_grad_recomputing(loop, ins, n_vars, dys, op.get_attr("nb"))
         outs = [g for g in grads if g is not None]
@@ -586,35 +554,35 @@ def _while_grad_unrolled(cond_g, body_g, maxit, init, caps, dys, nb):
     """Run time unrolling: the loop again, every state kept, then back through each step."""
     states = [init]
     while maxit is None or len(states) <= maxit:
-        if not bool(_call(cond_g, states[-1] + caps)[0]):
+        if not bool(call_graph(cond_g, states[-1] + caps)[0]):
             break
-        states.append(_call(body_g, states[-1] + caps))
-    lead = _lead(dys, nb)
+        states.append(call_graph(body_g, states[-1] + caps))
+    lead = lead_axes(dys, nb)
     ct, g_caps = dys, [None] * len(caps)
     n = len(init)
     for state in reversed(states[:-1]):
         g = graph_vjp(body_g, state + caps, ct, nb)
-        ct = [_or_zeros(g[k], state[k], lead) for k in range(n)]
-        g_caps = [_acc(a, b) for a, b in zip(g_caps, g[n:])]
-    return ct, [_or_zeros(g, c, lead) if _is_float(c) else None for g, c in zip(g_caps, caps)]
+        ct = [or_zeros(g[k], state[k], lead) for k in range(n)]
+        g_caps = [add_cotangents(a, b) for a, b in zip(g_caps, g[n:])]
+    return ct, [or_zeros(g, c, lead) if is_float(c) else None for g, c in zip(g_caps, caps)]
 
 
 def _while_grad_traced(cond_g, body_g, maxit, init, caps, dys, nb):
     """In a trace: count the trips with a While, then walk back with a While whose body
     recomputes the state before its step with an inner While from the start."""
     n = len(init)
-    lead = _lead(dys, nb)
+    lead = lead_axes(dys, nb)
 
     def more(i, state):
-        ok = _call(cond_g, list(state) + caps)[0]
+        ok = call_graph(cond_g, list(state) + caps)[0]
         return ok if maxit is None else logical_and(less(i, maxit), ok)
 
     def step(i, state):
-        return [add(i, 1)] + _call(body_g, list(state) + caps)
+        return [add(i, 1)] + call_graph(body_g, list(state) + caps)
 
     trips = while_loop(lambda i, *s: more(i, s), lambda i, *s: step(i, s),
                        [convert_to_tensor(0)] + init)[0]
-    fcaps = [k for k, c in enumerate(caps) if _is_float(c)]
+    fcaps = [k for k, c in enumerate(caps) if is_float(c)]
 
     def back(j, *carry):
         ct, acc = list(carry[:n]), list(carry[n:])
@@ -622,13 +590,13 @@ def _while_grad_traced(cond_g, body_g, maxit, init, caps, dys, nb):
         state = while_loop(lambda i, *s: less(i, before), lambda i, *s: step(i, s),
                            [convert_to_tensor(0)] + init)[1:]
         g = graph_vjp(body_g, list(state) + caps, ct, nb)
-        ct = [_or_zeros(g[k], state[k], lead) for k in range(n)]
-        acc = [_acc(a, g[n + k]) for a, k in zip(acc, fcaps)]
+        ct = [or_zeros(g[k], state[k], lead) for k in range(n)]
+        acc = [add_cotangents(a, g[n + k]) for a, k in zip(acc, fcaps)]
         return [before] + ct + acc
 
     out = while_loop(lambda j, *c: greater(j, 0), back,
-                     [trips] + [_or_zeros(d, t, lead) for d, t in zip(dys, init)] +
-                     [_zeros(caps[k], lead) for k in fcaps])
+                     [trips] + [or_zeros(d, t, lead) for d, t in zip(dys, init)] +
+                     [zeros_cotangent(caps[k], lead) for k in fcaps])
     g_caps = [None] * len(caps)
     for k, g in zip(fcaps, out[1 + n:]):
         g_caps[k] = g
@@ -663,7 +631,7 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
     flat = [_as_tensor(e) for e in nest.flatten(elems)]
     if not flat:
         raise ValueError("tf.map_fn: elems is empty")
-    rows = [_example(e).shape[0] if _example(e).ndim else None for e in flat]
+    rows = [example(e).shape[0] if example(e).ndim else None for e in flat]
     if None in rows:
         raise ValueError("tf.map_fn: elems must have at least one dimension")
     if len(set(rows)) != 1:
@@ -687,7 +655,7 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
 
 
 def _row_example(t):
-    ex = _example(t)
+    ex = example(t)
     if ex.shape[0]:
         return ex[0, ...]
     return backend.array_module(ex).zeros(ex.shape[1:], ex.dtype)
@@ -710,13 +678,13 @@ def _check_signature(signature, outs):
 
 @register_gradient("MapFn", saves="inputs", vectorized=True)
 def _map_grad(op, *dys):
-    nb = _batch_ndim(op, dys)
+    nb = cotangent_batch_ndim(op, dys)
     if nb:  # a jacobian's cotangents: one row of them at a time
-        return _per_row(lambda row: _map_grad(op, *row), dys, nb)
+        return per_row(lambda row: _map_grad(op, *row), dys, nb)
     n_elems, fn_g = op.get_attr("n_elems"), op.get_attr("fn")
     ins = list(op.inputs)
     elems, caps = ins[:n_elems], ins[n_elems:]
-    diff = [k for k, t in enumerate(ins) if _is_float(t)]
+    diff = [k for k, t in enumerate(ins) if is_float(t)]
     grads = [None] * len(ins)
     if not diff:
         return grads
@@ -726,195 +694,7 @@ def _map_grad(op, *dys):
         g = graph_vjp(fn_g, rows[:n_elems] + caps, rows[n_elems:])
         return [g[k] for k in diff]
 
-    per_row = map_fn(row_vjp, tuple(elems) + tuple(dys))
-    for k, g in zip(diff, per_row):
+    row_grads = map_fn(row_vjp, tuple(elems) + tuple(dys))
+    for k, g in zip(diff, row_grads):
         grads[k] = g if k < n_elems else reduce_sum(g, axis=0)
     return grads
-
-
-# =================================================================================================
-# The vector-Jacobian product of a nested graph, in tapeflow ops
-# =================================================================================================
-class _EqnOp:
-    """What a gradient rule gets as ``op`` for one equation of a nested graph."""
-
-    __slots__ = ("op", "attrs", "inputs", "_outputs", "needs_input_grad")
-
-    def __init__(self, op, attrs, inputs, outputs, needs):
-        self.op, self.attrs, self.inputs = op, attrs, inputs
-        self._outputs, self.needs_input_grad = outputs, needs
-
-    @property
-    def type(self):
-        return self.op.name
-
-    name = type
-
-    @property
-    def outputs(self):
-        return list(self._outputs)
-
-    def get_attr(self, name):
-        return self.attrs[name]
-
-    def input_shape(self, k=0):
-        return tuple(self.inputs[k]._value.shape)
-
-    def output_shape(self, k=0):
-        return tuple(self._outputs[k]._value.shape)
-
-    @property
-    def in_shapes(self):
-        return [tuple(t._value.shape) for t in self.inputs]
-
-    @property
-    def out_shapes(self):
-        return [tuple(t._value.shape) for t in self._outputs]
-
-    @property
-    def in_dtypes(self):
-        return [t._value.dtype for t in self.inputs]
-
-
-def _is_float(t):
-    return np.dtype(t._value.dtype).kind in "fc"
-
-
-def _acc(a, b):
-    if b is None:
-        return a
-    return b if a is None else add(a, b)
-
-
-def _zeros(like, lead=()):
-    value = like._value
-    return zeros_on(tuple(lead) + tuple(value.shape), value.dtype, _example(like))
-
-
-def _or_zeros(g, like, lead=()):
-    return g if g is not None else _zeros(like, lead)
-
-
-def _batch_ndim(op, dys):
-    """How many leading (jacobian) axes the cotangents of ``op`` carry."""
-    return len(dys[0]._value.shape) - len(op.output_shape(0))
-
-
-def _lead(cotangents, nb):
-    for g in cotangents:
-        if g is not None:
-            return tuple(g._value.shape[:nb])
-    return ()
-
-
-def _per_row(fn, cotangents, nb):
-    """``fn(cotangents)`` for cotangents with ``nb`` leading axes, one row of them at a time;
-    each result that is not None gets the leading axes back."""
-    lead = _lead(cotangents, nb)
-    rows = int(np.prod(lead, dtype=np.int64))
-    flat = [None if g is None else reshape(g, (rows,) + tuple(g._value.shape[nb:]))
-            for g in cotangents]
-    if rows == 0:
-        one = fn([None if g is None else _zeros(Tensor(_row_example(g))) for g in flat])
-        return [None if r is None else _zeros(r, lead) for r in one]
-    results = [fn([None if g is None else g[b] for g in flat]) for b in range(rows)]
-    out = []
-    for k, first in enumerate(results[0]):
-        if first is None:
-            out.append(None)
-        else:
-            stacked = stack([r[k] for r in results])
-            out.append(reshape(stacked, lead + tuple(first._value.shape)))
-    return out
-
-
-def graph_vjp(graph, inputs, cotangents, batch_ndim=0):
-    """Cotangents of ``graph``'s inputs, given its inputs (Tensors) and its outputs' cotangents
-    (with ``batch_ndim`` leading jacobian axes).
-
-    The forward runs again through ``apply`` and each equation's registered rule runs
-    in reverse, as the tape's backward pass does (unbroadcasting, casting back and
-    summing done here): every op is recorded by outer tapes or traced, so the result
-    can be differentiated again.  Float inputs get zeros when unconnected; other inputs
-    None.  Batched cotangents go through the rules in one pass when they are all
-    vectorized, else one row at a time.
-    """
-    if batch_ndim and not _all_vectorized(graph):
-        return _per_row(lambda row: graph_vjp(graph, inputs, row), cotangents, batch_ndim)
-    lead = _lead(cotangents, batch_ndim)
-    env = {vid: Tensor(arr) for vid, arr in graph.consts.items()}
-    env.update(zip(graph.inputs, inputs))
-    live = {vid for vid, t in zip(graph.inputs, inputs) if _is_float(t)}
-    for e in graph.eqns:
-        if e.op.stateful and not e.op.effect and e.op not in _CONTROL_FLOW:
-            raise NotImplementedError(
-                f"The gradient of '{graph.name}' would recompute its '{e.op.name}' draw, which "
-                "gives other numbers: draw random values outside tf.cond / tf.while_loop / "
-                "tf.map_fn and pass them in")
-        _eval(graph, e, env)
-        if e.op is not READ and any(i in live for i in e.inputs):
-            live.update(e.outputs)
-    ct = {}
-    for o, g in zip(graph.outputs, cotangents):
-        if g is not None and o in live:
-            ct[o] = _acc(ct.get(o), g)
-    for e in reversed(graph.eqns):
-        if e.op is READ:
-            continue
-        gs = [ct.pop(o, None) for o in e.outputs]
-        needs = [i in live for i in e.inputs]
-        if all(g is None for g in gs) or not any(needs):
-            continue
-        outs = [env[o] for o in e.outputs]
-        if not any(_is_float(o) for o in outs):
-            continue
-        rule = _rule(e)
-        if rule is None:
-            continue
-        ins = [env[i] for i in e.inputs]
-        gs = [g if g is not None else _zeros(o, lead) for g, o in zip(gs, outs)]
-        in_grads = rule(_EqnOp(e.op, e.attrs, ins, outs, needs), *gs)
-        if not isinstance(in_grads, (list, tuple)):
-            in_grads = (in_grads,)
-        for vid, t, g, need in zip(e.inputs, ins, in_grads, needs):
-            if g is None or not need:
-                continue
-            g = _as_tensor(g)
-            if g._value.dtype != t._value.dtype:
-                g = cast(g, t._value.dtype)
-            if tuple(g._value.shape[batch_ndim:]) != tuple(t._value.shape):
-                g = unbroadcast(g, tuple(t._value.shape), batch_ndim)
-            ct[vid] = _acc(ct.get(vid), g)
-    return [(_or_zeros(ct.get(vid), t, lead) if _is_float(t) else None)
-            for vid, t in zip(graph.inputs, inputs)]
-
-
-def _rule(e):
-    """The gradient function of equation ``e``, or None where gradients stop."""
-    if e.op is CUSTOM_GRADIENT:
-        if e.attrs.get("grad") is None:
-            raise LookupError(f"No gradient defined for operation 'IdentityN': "
-                              f"{e.attrs.get('grad_error', 'no gradient graph was saved')}")
-        return _graph_gradient(e)
-    rule = e.op.gradient_rule(e.attrs)
-    if rule is NOT_DIFFERENTIABLE:
-        return None
-    if rule is None:
-        raise LookupError(f"No gradient defined for operation '{e.op.name}' (op type: "
-                          f"{e.op.name}). Register one with "
-                          f"tapeflow.RegisterGradient('{e.op.name}').")
-    return rule.fn
-
-
-def _all_vectorized(graph):
-    for e in graph.eqns:
-        if e.op is CUSTOM_GRADIENT:
-            return False
-        if e.op is not READ:
-            rule = e.op.gradient_rule(e.attrs)
-            if rule is not None and rule is not NOT_DIFFERENTIABLE and not rule.vectorized:
-                return False
-    return True
-
-
-_CONTROL_FLOW = (IF, WHILE, MAP_FN)
