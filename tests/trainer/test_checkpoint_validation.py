@@ -69,7 +69,14 @@ def _set(path, value):
     return edit
 
 
-DELETE = object()
+class _Delete:
+    """The field is removed (a fixed repr: xdist's workers must collect the same test ids)."""
+
+    def __repr__(self):
+        return "DELETE"
+
+
+DELETE = _Delete()
 
 # (the field's path in the training state, a wrong value, the field the message names)
 WRONG_FIELDS = [
