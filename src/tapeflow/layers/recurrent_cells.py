@@ -115,6 +115,19 @@ class _Cell(Layer):
         ``recurrent_mask``: recurrent dropout's mask for the previous output (Keras's use)."""
         raise NotImplementedError
 
+    fused_kind = None  # the kind of ops.rnn's whole-sequence op that runs this cell, if any
+
+    def fused(self):
+        """The whole-sequence op's kind when it computes this cell (Keras's default activations),
+        else None (the layer then unrolls the steps)."""
+        defaults = self.activation is activations.get("tanh") and (
+            self.gates == 1 or self.recurrent_activation is activations.get("sigmoid"))
+        return self.fused_kind if defaults else None
+
+    def recurrent_bias(self):
+        """The bias added to ``h @ recurrent_kernel`` (GRU's reset_after), or None."""
+        return None
+
     def get_initial_state(self, batch_size=None):
         """Zero states for ``batch_size`` rows (Keras's); the layers skip them instead."""
         return [zeros((int(batch_size), self.units), self.dtype) for _ in self.state_names]
@@ -145,6 +158,7 @@ class SimpleRNNCell(_Cell):
     """``h = activation(x @ kernel + bias + h_prev @ recurrent_kernel)``."""
 
     state_names = ("h",)
+    fused_kind = "simple_rnn"
 
     def __init__(self, units, activation="tanh", use_bias=True, **kwargs):
         super().__init__(units, activation=activation, use_bias=use_bias, **kwargs)
@@ -167,6 +181,7 @@ class LSTMCell(_Cell):
 
     gates = 4
     state_names = ("h", "c")
+    fused_kind = "lstm"
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                  unit_forget_bias=True, **kwargs):
@@ -218,6 +233,7 @@ class GRUCell(_Cell):
 
     gates = 3
     state_names = ("h",)
+    fused_kind = "gru"
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                  reset_after=True, **kwargs):
@@ -230,6 +246,12 @@ class GRUCell(_Cell):
 
     def _input_bias(self):
         return self.bias[0] if self.reset_after else self.bias
+
+    def fused(self):
+        return super().fused() if self.reset_after else None  # reset_after=False: unrolled
+
+    def recurrent_bias(self):
+        return self.bias[1] if self.reset_after and self.use_bias else None
 
     def step(self, projected, states, recurrent_mask=None):
         h = _dropped(states[0], recurrent_mask)  # Keras's GRUCell drops h_prev everywhere
