@@ -122,10 +122,17 @@ class RNN(Layer):
     def _run_fused(self, kind, inputs, states, mask):
         """One whole-sequence op (ops/rnn.py) over the timesteps."""
         cell = self.cell
-        given = None if states[0] is None else [convert_to_tensor(s) for s in states]
+        projected = cell.project(inputs)
+        dtype = projected._value.dtype
+
+        def same_dtype(t):  # the op takes one dtype (a variable may be kept in another)
+            t = convert_to_tensor(t)
+            return t if t._value.dtype == dtype else cast(t, dtype)
+        given = None if states[0] is None else [same_dtype(s) for s in states]
+        bias = cell.recurrent_bias()
         outputs, states = recurrent_sequence(
-            kind, cell.project(inputs), cell.recurrent_kernel, cell.recurrent_bias(), given,
-            mask, self.zero_output_for_mask)
+            kind, projected, same_dtype(cell.recurrent_kernel),
+            None if bias is None else same_dtype(bias), given, mask, self.zero_output_for_mask)
         return (outputs if self.return_sequences else outputs[:, -1]), states
 
     def _run_unrolled(self, inputs, states, mask, recurrent_mask):

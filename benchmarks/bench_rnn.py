@@ -1,0 +1,88 @@
+#!/usr/bin/env python
+"""Recurrent layers as one whole-sequence op against the unrolled steps (issue 22, item 3).
+
+W3: Embedding(2000, 64) -> LSTM(128) -> Dense(2), sequences of 64 ids, batch 64, softmax
+cross-entropy on logits, Adam; one training step (``train_on_batch``, the traced
+``model.train_function``).  ``--cell gru`` swaps the LSTM for a GRU(128).
+
+Two models with the same weights: "unrolled" (``unroll=True``: the loop unrolled in the trace,
+as before) and "fused" (the default: one ``LSTMSequence``/``GRUSequence`` op and its gradient
+op).  After a warm-up step each, they are timed alternately (unrolled, fused, unrolled, ...)
+so that load from elsewhere on a shared machine falls on both; each round times ``--steps``
+steps, and the figure is the best (min) round: steps/s and the ratio.  Also printed: the
+equations of each traced step (its optimized graph), and the first step's losses (equal).
+
+``--threads N`` sets the BLAS thread count before numpy is imported (1 gives steadier figures
+on a shared machine: many threads waiting for cores make small matmuls erratic).
+
+Usage:  python benchmarks/bench_rnn.py [--cell lstm|gru] [--rounds N] [--steps S] [--threads N]
+"""
+import argparse
+import os
+import time
+
+VOCAB, EMBED, UNITS, LENGTH, BATCH = 2000, 64, 128, 64, 64
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cell", choices=("lstm", "gru"), default="lstm")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--threads", type=int, default=None)
+    return p.parse_args()
+
+
+ARGS = parse()
+if ARGS.threads:
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(ARGS.threads)
+
+import numpy as np  # noqa: E402 - after the thread count is set
+
+import tapeflow as tf  # noqa: E402
+
+
+def make_model(cell, unroll):
+    recurrent = {"lstm": tf.keras.layers.LSTM, "gru": tf.keras.layers.GRU}[cell]
+    model = tf.keras.Sequential([tf.keras.layers.Embedding(VOCAB, EMBED),
+                                 recurrent(UNITS, unroll=unroll), tf.keras.layers.Dense(2)])
+    model.compile(optimizer=tf.keras.optimizers.Adam(1e-3),
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def equations(model):
+    (concrete,) = model.train_function._cache.values()
+    return len(concrete.optimized_graph.eqns)
+
+
+def main():
+    args = ARGS
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, VOCAB, (BATCH, LENGTH))
+    y = rng.integers(0, 2, (BATCH,))
+    models = {"unrolled": make_model(args.cell, True), "fused": make_model(args.cell, False)}
+    models["unrolled"](x[:1])
+    models["fused"](x[:1])
+    models["fused"].set_weights(models["unrolled"].get_weights())
+    losses = {k: float(m.train_on_batch(x, y)) for k, m in models.items()}  # traces the step
+    best = {k: float("inf") for k in models}
+    for _ in range(args.rounds):
+        for name, model in models.items():
+            start = time.perf_counter()
+            for _ in range(args.steps):
+                model.train_on_batch(x, y)
+            best[name] = min(best[name], (time.perf_counter() - start) / args.steps)
+    print(f"W3 ({args.cell.upper()}({UNITS}), length {LENGTH}, batch {BATCH}); best of "
+          f"{args.rounds} rounds of {args.steps} steps")
+    for name, model in models.items():
+        print(f"  {name:9s} {1 / best[name]:7.2f} steps/s  {equations(model):5d} equations  "
+              f"first loss {losses[name]:.6f}")
+    print(f"  fused / unrolled: {best['unrolled'] / best['fused']:.2f}x")
+    if abs(losses["unrolled"] - losses["fused"]) > 1e-5:
+        raise SystemExit("the two models' first losses differ")
+
+
+if __name__ == "__main__":
+    main()
