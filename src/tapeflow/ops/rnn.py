@@ -81,8 +81,7 @@ def _sequence_backward(*operands, kind, has_bias, has_init, has_mask, zero_outpu
     xp = backend.array_module(projected)
     dtype = projected.dtype
     d_proj = xp.zeros(projected.shape, dtype)
-    dU = xp.zeros(U.shape, dtype)
-    d_rb = None if rb is None else xp.zeros(rb.shape, dtype)
+    d_inner = xp.zeros((projected.shape[1],) + projected.shape[:1] + U.shape[1:], dtype)
     if context().trace is None:
         carry = xp.zeros(d_states[0].shape, dtype)  # the cotangent of the output kept
         for t in range(projected.shape[1] - 1, -1, -1):
@@ -96,14 +95,14 @@ def _sequence_backward(*operands, kind, has_bias, has_init, has_mask, zero_outpu
                 d_new[0] = d_new[0] + keep * d_out
                 if not zero_output:
                     carry = skip * d_out
-            dp, d_prev, dU_t, d_rb_t = kernel.backward(xp, list(ws[t]), d_new, U)
+            d_proj[:, t], d_prev, d_inner[t] = kernel.backward(xp, list(ws[t]), d_new, U)
             if mask is not None:
                 d_prev = [a + skip * d for a, d in zip(d_prev, d_states)]
-            d_proj[:, t] = dp
-            dU += dU_t
-            if d_rb is not None:
-                d_rb += d_rb_t
             d_states = d_prev
+    # every step's h (the first thing saved) against every step's d inner, in one matmul
+    hs = ws[:, 0].reshape(-1, U.shape[0])
+    dU = hs.T @ d_inner.reshape(-1, U.shape[1])
+    d_rb = None if rb is None else d_inner.sum(axis=(0, 1))
     grads = [d_proj, dU] + ([] if d_rb is None else [d_rb])
     return tuple(grads + (list(d_states) if has_init else []))
 

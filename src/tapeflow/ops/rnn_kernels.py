@@ -6,7 +6,8 @@ before it, the recurrent kernel ``U`` and the recurrent bias ``rb`` (GRU only, e
 gates come from one matmul ``h @ U`` (as cuDNN's and oneDNN's cells).  ``forward`` returns the
 new states and what the step back needs (``saved``, a list of ``(batch, units)`` arrays, the
 states before it first); ``backward`` takes those and the new states' cotangents and returns
-``(dp, d states before, dU, d rb)``.
+``(dp, d states before, d inner)``, ``d inner`` the cotangent of ``h @ U (+ rb)``: the caller
+turns those of every step into ``dU`` and ``d rb`` with one matmul (not one per step).
 """
 __all__ = ["KERNELS"]
 
@@ -28,7 +29,7 @@ class _SimpleRNN:
     def backward(xp, saved, d_new, U):
         h, new = saved
         dz = d_new[0] * (1.0 - new * new)
-        return dz, [dz @ U.T], h.T @ dz, None
+        return dz, [dz @ U.T], dz
 
 
 class _LSTM:
@@ -53,7 +54,7 @@ class _LSTM:
         dc = dc + dh * o * (1.0 - th * th)
         dz = xp.concatenate([dc * g * i * (1.0 - i), dc * c * f * (1.0 - f),
                              dc * i * (1.0 - g * g), do * o * (1.0 - o)], axis=-1)
-        return dz, [dz @ U.T, dc * f], h.T @ dz, None
+        return dz, [dz @ U.T, dc * f], dz
 
 
 class _GRU:
@@ -82,7 +83,7 @@ class _GRU:
         dr = da * rh * r * (1.0 - r)
         dp = xp.concatenate([dz, dr, da], axis=-1)
         d_inner = xp.concatenate([dz, dr, da * r], axis=-1)
-        return dp, [d_inner @ U.T + dh * z], h.T @ d_inner, d_inner.sum(axis=0)
+        return dp, [d_inner @ U.T + dh * z], d_inner
 
 
 KERNELS = {"simple_rnn": _SimpleRNN, "lstm": _LSTM, "gru": _GRU}
