@@ -61,12 +61,13 @@ def test_fused_equals_unrolled(kind, options):
 
 def test_a_traced_step_is_one_equation_per_layer_not_per_timestep():
     fused, unrolled, x = _pair("LSTM", return_sequences=True)
-    counts = []
+    ops = []
     for layer in (fused, unrolled):
         step = tf.function(lambda v, layer=layer: layer(v))
         graph = step.get_concrete_function(tf.TensorSpec((None, 5, 3), "float64")).graph
-        counts.append({e.op.name for e in graph.eqns} & {"LSTMSequence"})
-    assert counts == [{"LSTMSequence"}, set()]
+        ops.append([e.op.name for e in graph.eqns])
+    assert ops[0].count("LSTMSequence") == 1 and "LSTMSequence" not in ops[1]
+    assert len(ops[0]) <= 6 < 5 * 6 <= len(ops[1])  # a few equations, not a few per step
 
 
 def test_other_activations_and_recurrent_dropout_unroll():
