@@ -1,5 +1,6 @@
-"""Recurrent layers run as one whole-sequence op (ops/rnn.py) unless ``unroll=True``: the same
-outputs and gradients as the unrolled steps, and Keras's values with Keras's weights.
+"""Recurrent layers run as one whole-sequence op (ops/rnn.py), or with ``unroll=True`` as one
+fused cell op a step: the same outputs and gradients as the steps in elementwise ops, and
+Keras's values with Keras's weights.
 
 The op battery (tests/ops/op_cases.py) checks the ops themselves to second order."""
 import numpy as np
@@ -12,18 +13,21 @@ LAYERS = {"SimpleRNN": tf.keras.layers.SimpleRNN, "LSTM": tf.keras.layers.LSTM,
 MASK = np.array([[True, True, False, True, False], [False, True, True, False, False]])
 
 
-def _pair(kind, **kwargs):
-    """A fused layer and an unrolled one with the same (random) weights, float64."""
+def _layers(kind, **kwargs):
+    """Three layers with the same (random) weights, float64: the default (one fused op over
+    the sequence), ``unroll=True`` (one fused cell op a step) and the steps in elementwise ops
+    (the cells' ``step_ops``, as before the fused ops)."""
     x = np.random.default_rng(0).normal(size=(2, 5, 3))
-    fused = LAYERS[kind](4, dtype="float64", **kwargs)
-    unrolled = LAYERS[kind](4, dtype="float64", unroll=True, **kwargs)
-    fused(x[:, :1])
-    unrolled(x[:, :1])
+    layers = [LAYERS[kind](4, dtype="float64", unroll=unroll, **kwargs)
+              for unroll in (False, True, True)]
+    layers[2].cell.fused = lambda: None  # the composite ops, as before
     rng = np.random.default_rng(1)
-    weights = [rng.normal(scale=0.5, size=w.shape) for w in fused.get_weights()]
-    fused.set_weights(weights)
-    unrolled.set_weights(weights)
-    return fused, unrolled, x
+    weights = None
+    for layer in layers:
+        layer(x[:, :1])
+        weights = weights or [rng.normal(scale=0.5, size=w.shape) for w in layer.get_weights()]
+        layer.set_weights(weights)
+    return layers, x
 
 
 def _values_and_gradients(layer, x, **call):
@@ -48,26 +52,27 @@ def test_fused_equals_unrolled(kind, options):
     if options.pop("masked", False):
         call["mask"] = MASK
     initial = options.pop("initial", False)
-    fused, unrolled, x = _pair(kind, **options)
+    layers, x = _layers(kind, **options)
     if initial:
         n = 2 if kind == "LSTM" else 1
         call["initial_state"] = [np.full((2, 4), 0.1 * (k + 1)) for k in range(n)]
-    got = _values_and_gradients(fused, x, **call)
-    want = _values_and_gradients(unrolled, x, **call)
-    assert len(got) == len(want)
-    for a, b in zip(got, want):
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9)
+    want = _values_and_gradients(layers[2], x, **call)
+    for layer in layers[:2]:
+        got = _values_and_gradients(layer, x, **call)
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9)
 
 
 def test_a_traced_step_is_one_equation_per_layer_not_per_timestep():
-    fused, unrolled, x = _pair("LSTM", return_sequences=True)
+    layers, _ = _layers("LSTM", return_sequences=True)
     ops = []
-    for layer in (fused, unrolled):
+    for layer in layers:
         step = tf.function(lambda v, layer=layer: layer(v))
         graph = step.get_concrete_function(tf.TensorSpec((None, 5, 3), "float64")).graph
         ops.append([e.op.name for e in graph.eqns])
-    assert ops[0].count("LSTMSequence") == 1 and "LSTMSequence" not in ops[1]
-    assert len(ops[0]) <= 6 < 5 * 6 <= len(ops[1])  # a few equations, not a few per step
+    assert [names.count("LSTMSequence") for names in ops] == [1, 5, 0]  # 5 steps
+    assert len(ops[0]) <= 6 < 5 * 6 <= len(ops[2])  # a few equations, not a few per step
 
 
 def test_other_activations_and_recurrent_dropout_unroll():

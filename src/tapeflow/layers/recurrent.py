@@ -121,23 +121,16 @@ class RNN(Layer):
 
     def _run_fused(self, kind, inputs, states, mask):
         """One whole-sequence op (ops/rnn.py) over the timesteps."""
-        cell = self.cell
-        projected = cell.project(inputs)
-        dtype = projected._value.dtype
-
-        def same_dtype(t):  # the op takes one dtype (a variable may be kept in another)
-            t = convert_to_tensor(t)
-            return t if t._value.dtype == dtype else cast(t, dtype)
-        given = None if states[0] is None else [same_dtype(s) for s in states]
-        bias = cell.recurrent_bias()
-        outputs, states = recurrent_sequence(
-            kind, projected, same_dtype(cell.recurrent_kernel),
-            None if bias is None else same_dtype(bias), given, mask, self.zero_output_for_mask)
+        projected = self.cell.project(inputs)
+        kernel, bias, given = self.cell.fused_operands(
+            projected, None if states[0] is None else states)
+        outputs, states = recurrent_sequence(kind, projected, kernel, bias, given, mask,
+                                             self.zero_output_for_mask)
         return (outputs if self.return_sequences else outputs[:, -1]), states
 
     def _run_unrolled(self, inputs, states, mask, recurrent_mask):
         """The steps one by one in Python (``unroll=True``, recurrent dropout, other
-        activations)."""
+        activations), each one fused op where the cell has one."""
         cell = self.cell
         steps = unstack(cell.project(inputs), axis=1)
         # [:, t, None] and concat, not expand_dims and stack (reshapes to a shape holding the
