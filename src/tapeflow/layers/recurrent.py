@@ -5,8 +5,8 @@ the whole sequence (``cell.project``); the recurrence then runs as one whole-seq
 ``ops/rnn.py`` (its gradient back through time in one op too), so a traced step holds a few
 equations per layer, not a few dozen per timestep.  ``unroll=True``, recurrent dropout while
 training, activations other than Keras's defaults and GRU's ``reset_after=False`` unroll the
-loop in Python instead, over the cells of ``recurrent_cells.py``.  Gradients (to any order)
-are the ops' own either way.
+loop in Python instead, over the cells of ``recurrent_cells.py`` (whose step is itself one
+fused op with Keras's default activations).  Gradients (to any order) are the ops' own.
 
 Masking is Keras's: with a mask (from ``Embedding(mask_zero=True)``, ``Masking`` or
 ``mask=``), a masked step keeps the states of the step before and outputs the previous step's
