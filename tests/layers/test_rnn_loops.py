@@ -173,3 +173,13 @@ def test_gru_masking():  # Keras: GRUTest::test_masking
     output = _constant(gru, 2, go_backwards=True)(sequence, mask=mask)
     np.testing.assert_allclose(output.numpy(), [[0.11669192] * 2, [0.28380975] * 2],
                                atol=1e-5, rtol=1e-5)
+
+
+def test_the_sequence_op_names_bad_operands():
+    from tapeflow.ops.rnn import recurrent_sequence
+    with pytest.raises(ValueError, match=r"takes projected inputs \(batch, time, 8\)"):
+        recurrent_sequence("lstm", tf.zeros((2, 3, 7)), tf.zeros((2, 8)))
+    with pytest.raises(TypeError, match="mask must be bool"):
+        recurrent_sequence("lstm", tf.zeros((2, 3, 8)), tf.zeros((2, 8)), mask=tf.ones((2, 3)))
+    with pytest.raises(ValueError, match="kind must be one of"):
+        recurrent_sequence("rnn", tf.zeros((2, 3, 8)), tf.zeros((2, 8)))

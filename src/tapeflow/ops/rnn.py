@@ -119,8 +119,8 @@ def _or_zeros(d, like):
 def _per_row(rule):
     """``rule`` for cotangents with extra leading axes (a jacobian's rows): row by row."""
     def vectorized(op, *dys):
-        k, d = next((k, d) for k, d in enumerate(dys) if d is not None)
-        lead = tuple(d.shape[:d.ndim - len(op.output_shape(k))])
+        k, d = next(((k, d) for k, d in enumerate(dys) if d is not None), (0, None))
+        lead = () if d is None else tuple(d.shape[:d.ndim - len(op.output_shape(k))])
         if not lead:
             return rule(op, *dys)
         n = int(np.prod(lead))
@@ -189,6 +189,15 @@ def recurrent_sequence(kind, projected, recurrent_kernel, recurrent_bias=None,
     if kind not in KERNELS:
         raise ValueError(f"recurrent_sequence: kind must be one of {sorted(KERNELS)}, "
                          f"got {kind!r}")
+    width = KERNELS[kind].gates * recurrent_kernel.shape[0]
+    if projected.ndim != 3 or projected.shape[-1] != width or \
+            tuple(recurrent_kernel.shape) != (recurrent_kernel.shape[0], width):
+        raise ValueError(f"recurrent_sequence: a {kind} cell of {recurrent_kernel.shape[0]} "
+                         f"units takes projected inputs (batch, time, {width}) and a recurrent "
+                         f"kernel ({recurrent_kernel.shape[0]}, {width}), got "
+                         f"{tuple(projected.shape)} and {tuple(recurrent_kernel.shape)}")
+    if mask is not None and mask.dtype != "bool":
+        raise TypeError(f"recurrent_sequence: the mask must be bool, got {mask.dtype}")
     operands = [projected, recurrent_kernel]
     if recurrent_bias is not None:
         operands.append(recurrent_bias)
