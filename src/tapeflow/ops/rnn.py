@@ -116,20 +116,31 @@ def _or_zeros(d, like):
     return zeros_like(like) if d is None else d
 
 
+def _rows(op, dys):
+    """The cotangents ``dys`` as a list of rows when they carry extra leading axes (a
+    jacobian's), with those axes; else ``[dys]`` and ``()``."""
+    k, d = next(((k, d) for k, d in enumerate(dys) if d is not None), (0, None))
+    lead = () if d is None else tuple(d.shape[:d.ndim - len(op.output_shape(k))])
+    if not lead:
+        return [list(dys)], lead
+    n = int(np.prod(lead))
+    flat = [None if d is None else reshape(d, (n,) + tuple(d.shape[len(lead):])) for d in dys]
+    return [[None if d is None else d[r] for d in flat] for r in range(n)], lead
+
+
+def _stacked(rows, lead):
+    """Per-row gradients back in one tensor each, the leading axes first."""
+    if not lead:
+        return rows[0]
+    return [None if g is None else reshape(stack([row[i] for row in rows]), lead + tuple(g.shape))
+            for i, g in enumerate(rows[0])]
+
+
 def _per_row(rule):
     """``rule`` for cotangents with extra leading axes (a jacobian's rows): row by row."""
     def vectorized(op, *dys):
-        k, d = next(((k, d) for k, d in enumerate(dys) if d is not None), (0, None))
-        lead = () if d is None else tuple(d.shape[:d.ndim - len(op.output_shape(k))])
-        if not lead:
-            return rule(op, *dys)
-        n = int(np.prod(lead))
-        flat = [None if d is None else reshape(d, (n,) + tuple(d.shape[len(lead):]))
-                for d in dys]
-        rows = [rule(op, *[None if d is None else d[r] for d in flat]) for r in range(n)]
-        return [None if g is None else
-                reshape(stack([row[i] for row in rows]), lead + tuple(g.shape))
-                for i, g in enumerate(rows[0])]
+        rows, lead = _rows(op, dys)
+        return _stacked([rule(op, *row) for row in rows], lead)
     vectorized.__name__ = vectorized.__qualname__ = rule.__name__
     return vectorized
 
@@ -151,7 +162,8 @@ def _sequence_grad_grad(op, *gs):
     attrs = _attrs(op)
     _, _, _, _, _, used = _layout(op.inputs, **{k: attrs[k] for k in (
         "kind", "has_bias", "has_init", "has_mask")})
-    with GradientTape() as outer:
+    rows, lead = _rows(op, gs)
+    with GradientTape(persistent=len(rows) > 1) as outer:  # the forward once for every row
         operands = [identity(t) for t in op.inputs]
         ins, dys = operands[:used], operands[used + 1:]
         floats = ins[:-1] if attrs["has_mask"] else ins
@@ -161,10 +173,13 @@ def _sequence_grad_grad(op, *gs):
             seq, states = unrolled_sequence(attrs["kind"], *_unpack(ins, attrs),
                                             zero_output=attrs["zero_output"])
         grads = inner.gradient([seq] + states, floats, output_gradients=dys)
-    gs = [_or_zeros(g, t) for g, t in zip(gs, grads)]
-    out = outer.gradient(grads, floats + dys, output_gradients=gs)
-    head = out[:len(floats)] + [None] * (used - len(floats))
-    return head + [None] + out[len(floats):]
+    results = []
+    for row in rows:
+        out = outer.gradient(grads, floats + dys,
+                             output_gradients=[_or_zeros(g, t) for g, t in zip(row, grads)])
+        results.append(out[:len(floats)] + [None] * (used - len(floats)) + [None] +
+                       out[len(floats):])
+    return _stacked(results, lead)
 
 
 def _unpack(ins, attrs):
@@ -179,7 +194,7 @@ for _kind, _name in _NAMES.items():
     _GRADS[_kind] = def_primitive(f"{_name}SequenceGrad", _sequence_backward, num_outputs=None)
     register_gradient(f"{_name}Sequence", saves=("inputs", "outputs"))(
         _per_row(_sequence_grad))
-    register_gradient(f"{_name}SequenceGrad", saves="inputs")(_per_row(_sequence_grad_grad))
+    register_gradient(f"{_name}SequenceGrad", saves="inputs")(_sequence_grad_grad)
 
 
 def recurrent_sequence(kind, projected, recurrent_kernel, recurrent_bias=None,
