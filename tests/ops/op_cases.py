@@ -1488,6 +1488,56 @@ case("map_fn", "MapFn", _traced_map_fn, _map_fn_spec,
      note="rows of x; w captured by the mapped function (its gradient sums over rows)")
 
 
+# --- whole-sequence recurrent ops (src/tapeflow/ops/rnn.py; layers in tests/layers) -------------
+_RNN_GATES = {"simple_rnn": 1, "lstm": 4, "gru": 3}
+
+
+def _rnn_sequence_spec(kind, small=False):
+    def spec(draw):  # small: the gradient ops' jacobians run the unrolled form once a row
+        batch, steps, units = (draw(st.integers(1, n)) for n in ((1, 2, 1) if small else
+                                                                 (2, 3, 2)))
+        width = _RNN_GATES[kind] * units
+        with_state = draw(st.booleans())
+        shapes = [(batch, steps, width), (units, width)] + ([(width,)] if kind == "gru" else [])
+        shapes += [(batch, units)] * ((2 if kind == "lstm" else 1) if with_state else 0)
+        keep = draw(st.none() | st.lists(st.booleans(), min_size=batch * steps,
+                                         max_size=batch * steps))
+        mask = None if keep is None else np.reshape(keep, (batch, steps))
+        return {"kind": kind, "mask": mask, "zero_output": draw(st.booleans())}, shapes
+    return spec
+
+
+def _rnn_sequence(kind_name):
+    def fn(p, u, *rest, kind, mask, zero_output):
+        from tapeflow.ops.rnn import recurrent_sequence
+        rb, states = (rest[0], rest[1:]) if kind == "gru" else (None, rest)
+        seq, last = recurrent_sequence(kind, p, u, rb, list(states) or None,
+                                       None if mask is None else tf.constant(mask), zero_output)
+        return [seq] + last
+    fn.__name__ = kind_name
+    return fn
+
+
+def _rnn_sequence_gradient(kind_name):
+    """The whole-sequence op's gradient op as a function of its inputs (and a fixed cotangent)."""
+    forward = _rnn_sequence(kind_name)
+
+    def fn(*xs, **params):
+        with tf.GradientTape() as tape:
+            tape.watch(xs)
+            outs = forward(*xs, **params)
+            total = tf.add_n([tf.reduce_sum(tf.sin(o)) for o in outs])
+        return tape.gradient(total, list(xs))
+    return fn
+
+
+for _kind, _op in (("simple_rnn", "SimpleRNN"), ("lstm", "LSTM"), ("gru", "GRU")):
+    case(f"{_kind}_sequence", f"{_op}Sequence", _rnn_sequence(_kind), _rnn_sequence_spec(_kind),
+         uniform(-1.5, 1.5), note="masks, zero_output_for_mask and given initial states drawn")
+    case(f"{_kind}_sequence_grad", f"{_op}SequenceGrad", _rnn_sequence_gradient(_kind),
+         _rnn_sequence_spec(_kind, small=True), uniform(-1.5, 1.5),
+         note="back through time in one op; second order through the unrolled form")
+
 # =================================================================================================
 # Ops without a gradient
 # =================================================================================================

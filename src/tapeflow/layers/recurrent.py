@@ -1,9 +1,12 @@
 """Keras's recurrent layers: ``RNN(cell)``, ``SimpleRNN``, ``LSTM``, ``GRU`` and ``Bidirectional``.
 
-Inputs are ``(batch, timesteps, features)``.  The time loop is unrolled in Python, eagerly and
-while tracing (the number of timesteps is known when a function is traced), over the cells of
-``recurrent_cells.py``: the input half of every step is one matmul over the whole sequence, then
-each step adds the recurrent half.  Gradients (to any order) are the ops' own.
+Inputs are ``(batch, timesteps, features)``.  The input half of every step is one matmul over
+the whole sequence (``cell.project``); the recurrence then runs as one whole-sequence op of
+``ops/rnn.py`` (its gradient back through time in one op too), so a traced step holds a few
+equations per layer, not a few dozen per timestep.  ``unroll=True``, recurrent dropout while
+training, activations other than Keras's defaults and GRU's ``reset_after=False`` unroll the
+loop in Python instead, over the cells of ``recurrent_cells.py`` (whose step is itself one
+fused op with Keras's default activations).  Gradients (to any order) are the ops' own.
 
 Masking is Keras's: with a mask (from ``Embedding(mask_zero=True)``, ``Masking`` or
 ``mask=``), a masked step keeps the states of the step before and outputs the previous step's
@@ -20,6 +23,7 @@ from ..core.tensor import Variable, convert_to_tensor
 from ..ops.arithmetic import not_equal
 from ..ops.nn import dropout as dropout_op
 from ..ops.creation import ones, zeros
+from ..ops.rnn import recurrent_sequence
 from ..ops.shape import cast, concat, reverse, unstack, where
 from ..serialization import deserialize, serialize, snake_case
 from .base import Layer, _unique_name, name_scope
@@ -45,7 +49,7 @@ class RNN(Layer):
         self.go_backwards = bool(go_backwards)
         self.stateful = bool(stateful)
         object.__setattr__(self, "states", None)  # untracked: not weights, as Keras 3's
-        self.unroll = bool(unroll)  # accepted: the loop is always unrolled
+        self.unroll = bool(unroll)  # True: the steps one by one, as before the fused ops
         self.zero_output_for_mask = bool(zero_output_for_mask)  # masked steps output 0
 
     @property
@@ -105,6 +109,29 @@ class RNN(Layer):
         states = self._initial_states(initial_state)
         if self.stateful and initial_state is None:
             states = self._carried_states(inputs.shape[0])
+        kind = None if self.unroll or recurrent_mask is not None else cell.fused()
+        if kind is not None:
+            result, states = self._run_fused(kind, inputs, states, mask)
+        else:
+            result, states = self._run_unrolled(inputs, states, mask, recurrent_mask)
+        if self.stateful:
+            for variable, state in zip(self.states, states):
+                variable.assign(state)
+        return [result] + list(states) if self.return_state else result
+
+    def _run_fused(self, kind, inputs, states, mask):
+        """One whole-sequence op (ops/rnn.py) over the timesteps."""
+        projected = self.cell.project(inputs)
+        kernel, bias, given = self.cell.fused_operands(
+            projected, None if states[0] is None else states)
+        outputs, states = recurrent_sequence(kind, projected, kernel, bias, given, mask,
+                                             self.zero_output_for_mask)
+        return (outputs if self.return_sequences else outputs[:, -1]), states
+
+    def _run_unrolled(self, inputs, states, mask, recurrent_mask):
+        """The steps one by one in Python (``unroll=True``, recurrent dropout, other
+        activations), each one fused op where the cell has one."""
+        cell = self.cell
         steps = unstack(cell.project(inputs), axis=1)
         # [:, t, None] and concat, not expand_dims and stack (reshapes to a shape holding the
         # batch size): a traced graph then fits any batch, a saved model's too
@@ -120,11 +147,7 @@ class RNN(Layer):
             output, states = new_output, new_states
             if self.return_sequences:
                 outputs.append(output[:, None])
-        result = concat(outputs, axis=1) if self.return_sequences else output
-        if self.stateful:
-            for variable, state in zip(self.states, states):
-                variable.assign(state)
-        return [result] + list(states) if self.return_state else result
+        return (concat(outputs, axis=1) if self.return_sequences else output), states
 
     def _carried_states(self, batch_size):
         expected = self.states[0].shape[0]

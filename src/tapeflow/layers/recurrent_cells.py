@@ -16,8 +16,10 @@ order) come from the ops' rules.
 import numpy as np
 
 from .. import activations, constraints, initializers, regularizers
+from ..core.tensor import convert_to_tensor
 from ..ops.creation import zeros
-from ..ops.shape import concat, split
+from ..ops.rnn import recurrent_sequence
+from ..ops.shape import cast, concat, split
 from ..serialization import serialize
 from .base import Layer
 
@@ -112,8 +114,49 @@ class _Cell(Layer):
 
     def step(self, projected, states, recurrent_mask=None):
         """(output, new states) for one timestep from its projected input; None states are 0.
-        ``recurrent_mask``: recurrent dropout's mask for the previous output (Keras's use)."""
+        ``recurrent_mask``: recurrent dropout's mask for the previous output (Keras's use).
+        With Keras's default activations the step is one fused op (the whole-sequence op of
+        ``ops/rnn.py`` over one timestep: one gate matmul, a hand-written backward)."""
+        kind = self.fused()
+        if kind is None:
+            return self.step_ops(projected, states, recurrent_mask)
+        # the previous output only enters the gate matmul (LSTM, SimpleRNN), or is dropped
+        # everywhere (Keras's GRUCell): dropping the state passed in is the same
+        given = None if states[0] is None else \
+            [_dropped(states[0], recurrent_mask)] + list(states[1:])
+        kernel, bias, given = self.fused_operands(projected, given)
+        outputs, states = recurrent_sequence(kind, projected[:, None], kernel, bias, given)
+        return outputs[:, 0], states
+
+    def step_ops(self, projected, states, recurrent_mask=None):
+        """``step`` in elementwise ops and a matmul (any activations)."""
         raise NotImplementedError
+
+    def fused_operands(self, projected, states=None):
+        """The recurrent kernel, recurrent bias and ``states`` in ``projected``'s dtype (the
+        fused op takes one dtype; a variable may be kept in another)."""
+        dtype = projected._value.dtype
+
+        def same_dtype(t):
+            if t is None:
+                return None
+            t = convert_to_tensor(t)
+            return t if t._value.dtype == dtype else cast(t, dtype)
+        return (same_dtype(self.recurrent_kernel), same_dtype(self.recurrent_bias()),
+                None if states is None else [same_dtype(t) for t in states])
+
+    fused_kind = None  # the kind of ops.rnn's whole-sequence op that runs this cell, if any
+
+    def fused(self):
+        """The whole-sequence op's kind when it computes this cell (Keras's default activations),
+        else None (the layer then unrolls the steps)."""
+        defaults = self.activation is activations.get("tanh") and (
+            self.gates == 1 or self.recurrent_activation is activations.get("sigmoid"))
+        return self.fused_kind if defaults else None
+
+    def recurrent_bias(self):
+        """The bias added to ``h @ recurrent_kernel`` (GRU's reset_after), or None."""
+        return None
 
     def get_initial_state(self, batch_size=None):
         """Zero states for ``batch_size`` rows (Keras's); the layers skip them instead."""
@@ -145,11 +188,12 @@ class SimpleRNNCell(_Cell):
     """``h = activation(x @ kernel + bias + h_prev @ recurrent_kernel)``."""
 
     state_names = ("h",)
+    fused_kind = "simple_rnn"
 
     def __init__(self, units, activation="tanh", use_bias=True, **kwargs):
         super().__init__(units, activation=activation, use_bias=use_bias, **kwargs)
 
-    def step(self, projected, states, recurrent_mask=None):
+    def step_ops(self, projected, states, recurrent_mask=None):
         (h,) = states
         z = projected if h is None else projected + _dropped(h, recurrent_mask) @ \
             self.recurrent_kernel
@@ -167,6 +211,7 @@ class LSTMCell(_Cell):
 
     gates = 4
     state_names = ("h", "c")
+    fused_kind = "lstm"
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                  unit_forget_bias=True, **kwargs):
@@ -189,7 +234,7 @@ class LSTMCell(_Cell):
             return concat(parts, axis=0)
         return forget_bias_one
 
-    def step(self, projected, states, recurrent_mask=None):
+    def step_ops(self, projected, states, recurrent_mask=None):
         h, c = states
         z = projected if h is None else projected + _dropped(h, recurrent_mask) @ \
             self.recurrent_kernel
@@ -218,6 +263,7 @@ class GRUCell(_Cell):
 
     gates = 3
     state_names = ("h",)
+    fused_kind = "gru"
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                  reset_after=True, **kwargs):
@@ -231,7 +277,13 @@ class GRUCell(_Cell):
     def _input_bias(self):
         return self.bias[0] if self.reset_after else self.bias
 
-    def step(self, projected, states, recurrent_mask=None):
+    def fused(self):
+        return super().fused() if self.reset_after else None  # reset_after=False: unrolled
+
+    def recurrent_bias(self):
+        return self.bias[1] if self.reset_after and self.use_bias else None
+
+    def step_ops(self, projected, states, recurrent_mask=None):
         h = _dropped(states[0], recurrent_mask)  # Keras's GRUCell drops h_prev everywhere
         u = self.units
         sigma, act = self.recurrent_activation, self.activation

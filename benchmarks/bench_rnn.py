@@ -1,0 +1,99 @@
+#!/usr/bin/env python
+"""Recurrent layers as one whole-sequence op against the unrolled steps (issue 22, item 3).
+
+W3: Embedding(2000, 64) -> LSTM(128) -> Dense(2), sequences of 64 ids, batch 64, softmax
+cross-entropy on logits, Adam; one training step (``train_on_batch``, the traced
+``model.train_function``).  ``--cell gru`` swaps the LSTM for a GRU(128).
+
+Three models with the same weights: "before" (the loop unrolled in the trace, each step in
+elementwise ops and matmuls, as before the fused ops: ``unroll=True`` with the cell's fused op
+turned off), "unrolled" (``unroll=True``: one fused cell op a step) and "fused" (the default:
+one ``LSTMSequence``/``GRUSequence`` op over the sequence, and its gradient op).  After a
+warm-up step each, they are timed alternately (before, unrolled, fused, before, ...)
+so that load from elsewhere on a shared machine falls on both; each round times ``--steps``
+steps, and the figure is the best (min) round: steps/s (wall), process CPU ms per step (less
+sensitive to other processes at one thread) and the ratios.  Also printed: the
+equations of each traced step (its optimized graph), and the first step's losses (equal).
+
+``--threads N`` sets the BLAS thread count before numpy is imported (1 gives steadier figures
+on a shared machine: many threads waiting for cores make small matmuls erratic).
+
+Usage:  python benchmarks/bench_rnn.py [--cell lstm|gru] [--rounds N] [--steps S] [--threads N]
+"""
+import argparse
+import os
+import time
+
+VOCAB, EMBED, UNITS, LENGTH, BATCH = 2000, 64, 128, 64, 64
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cell", choices=("lstm", "gru"), default="lstm")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--threads", type=int, default=None)
+    return p.parse_args()
+
+
+ARGS = parse()
+if ARGS.threads:
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(ARGS.threads)
+
+import numpy as np  # noqa: E402 - after the thread count is set
+
+import tapeflow as tf  # noqa: E402
+
+
+def make_model(cell, unroll, fused_cell=True):
+    recurrent = {"lstm": tf.keras.layers.LSTM, "gru": tf.keras.layers.GRU}[cell](
+        UNITS, unroll=unroll)
+    if not fused_cell:
+        recurrent.cell.fused = lambda: None  # the cell's elementwise-op step (step_ops)
+    model = tf.keras.Sequential([tf.keras.layers.Embedding(VOCAB, EMBED), recurrent,
+                                 tf.keras.layers.Dense(2)])
+    model.compile(optimizer=tf.keras.optimizers.Adam(1e-3),
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def equations(model):
+    (concrete,) = model.train_function._cache.values()
+    return len(concrete.optimized_graph.eqns)
+
+
+def main():
+    args = ARGS
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, VOCAB, (BATCH, LENGTH))
+    y = rng.integers(0, 2, (BATCH,))
+    models = {"before": make_model(args.cell, True, fused_cell=False),
+              "unrolled": make_model(args.cell, True), "fused": make_model(args.cell, False)}
+    for model in models.values():
+        model(x[:1])
+        model.set_weights(models["before"].get_weights())
+    losses = {k: float(m.train_on_batch(x, y)) for k, m in models.items()}  # traces the step
+    best = {k: float("inf") for k in models}
+    best_cpu = dict(best)
+    for _ in range(args.rounds):
+        for name, model in models.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            for _ in range(args.steps):
+                model.train_on_batch(x, y)
+            best[name] = min(best[name], (time.perf_counter() - start) / args.steps)
+            best_cpu[name] = min(best_cpu[name], (time.process_time() - start_cpu) / args.steps)
+    print(f"W3 ({args.cell.upper()}({UNITS}), length {LENGTH}, batch {BATCH}); best of "
+          f"{args.rounds} rounds of {args.steps} steps")
+    for name, model in models.items():
+        print(f"  {name:8s} {1 / best[name]:7.2f} steps/s  {1e3 * best_cpu[name]:7.1f} cpu ms/step"
+              f"  {equations(model):5d} equations  first loss {losses[name]:.6f}")
+    for name in ("unrolled", "fused"):
+        print(f"  {name} / before: {best['before'] / best[name]:.2f}x wall, "
+              f"{best_cpu['before'] / best_cpu[name]:.2f}x cpu")
+    if max(losses.values()) - min(losses.values()) > 1e-5:
+        raise SystemExit(f"the models' first losses differ: {losses}")
+
+
+if __name__ == "__main__":
+    main()
