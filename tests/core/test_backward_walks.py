@@ -10,8 +10,11 @@ from tapeflow.core.dispatch import apply
 from tapeflow.core.registry import def_primitive
 from tapeflow.tracing.graph_vjp import graph_vjp
 
-# An op nobody registers a gradient for (its forward doubles its input).
-_UNDIFFERENTIATED = def_primitive("TestOpWithoutGradient", lambda x: x * 2.0)
+def _double(x):
+    return x * 2.0
+
+
+_MESSAGE_OP = "TestOpWithoutGradient"
 _MESSAGE = ("No gradient defined for operation 'TestOpWithoutGradient' "
             r"\(op type: TestOpWithoutGradient\)\. Register one with "
             r"tapeflow\.RegisterGradient\('TestOpWithoutGradient'\)\.")
@@ -19,7 +22,10 @@ X = tf.constant([1.0, 2.0], tf.float64)
 
 
 def _uses_the_op(x):
-    return tf.reduce_sum(apply(_UNDIFFERENTIATED, (x * 3.0,)))
+    # An op nobody registers a gradient for, registered inside the test (conftest's
+    # scratch_registry drops it after): one made at import would outlive every test.
+    op = def_primitive(_MESSAGE_OP, _double)
+    return tf.reduce_sum(apply(op, (x * 3.0,)))
 
 
 def test_the_message_is_written_once():

@@ -10,6 +10,7 @@ import tapeflow as tf
 from tapeflow.models.functional import Functional
 from tapeflow.saving import format as fmt
 from tapeflow.training.checkpoint import read_checkpoint, restore_model, write_checkpoint
+from tapeflow.training.config import RunConfig
 
 L = tf.keras.layers
 
@@ -119,8 +120,11 @@ def test_the_trainers_checkpoint_writer_takes_a_functional_model(tmp_path):
     x = _data((4, 4), (4, 3))
     model.fit(x, _data((4, 2), (4, 1), seed=2), epochs=1, verbose=0)
     path = str(tmp_path / "epoch-0001.h5")
-    training = {"epoch": 1, "finished": False, "stopped": False, "history": {}, "config": {},
-                "data_fingerprint": "x", "callbacks": {}}
+    # a checkpoint's training state holds a valid run config (checked when it is read)
+    config = RunConfig.model_validate({"data": {"source": "california_housing"},
+                                       "model": {"layers": [{"Dense": {"units": 1}}]}})
+    training = {"epoch": 1, "finished": False, "stopped": False, "history": {},
+                "config": config.resolved(), "data_fingerprint": "x", "callbacks": {}}
     write_checkpoint(path, model, training)
     ckpt = read_checkpoint(path)
     assert ckpt.epoch == 1

@@ -13,6 +13,9 @@ None is the zero state (the first step): it is skipped rather than made, so no o
 batch size and a traced graph fits any batch.  Everything is tapeflow ops, so gradients (to any
 order) come from the ops' rules.
 """
+import contextlib
+import threading
+
 import numpy as np
 
 from .. import activations, constraints, initializers, regularizers
@@ -22,6 +25,20 @@ from ..ops.rnn import recurrent_sequence
 from ..ops.shape import cast, concat, split
 from ..serialization import serialize
 from .base import Layer
+
+_STEPS = threading.local()
+
+
+@contextlib.contextmanager
+def elementwise_steps():
+    """Recurrent cells traced in this block run as their elementwise ops, step by step, not
+    as ops.rnn's fused ops: for an exporter (ONNX) that maps elementwise ops one by one."""
+    before = getattr(_STEPS, "elementwise", False)
+    _STEPS.elementwise = True
+    try:
+        yield
+    finally:
+        _STEPS.elementwise = before
 
 __all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell"]
 
@@ -150,6 +167,8 @@ class _Cell(Layer):
     def fused(self):
         """The whole-sequence op's kind when it computes this cell (Keras's default activations),
         else None (the layer then unrolls the steps)."""
+        if getattr(_STEPS, "elementwise", False):
+            return None
         defaults = self.activation is activations.get("tanh") and (
             self.gates == 1 or self.recurrent_activation is activations.get("sigmoid"))
         return self.fused_kind if defaults else None

@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from ..backend import to_host
+from ..layers.recurrent_cells import elementwise_steps
 from ..tracing.function import function
 from ..tracing.ir import CUSTOM_GRADIENT, READ, describe_source
 from .format import SaveError
@@ -36,7 +37,8 @@ def export_onnx(model, filepath, input_signature, verbose=True):
     def serve(inputs):
         return model(inputs, training=False)
 
-    concrete = function(serve, input_signature=list(input_signature)).get_concrete_function()
+    with elementwise_steps():  # recurrent layers as the ops the converters know
+        concrete = function(serve, input_signature=list(input_signature)).get_concrete_function()
     proto = graph_to_onnx(concrete.graph, name=model.name)
     onnx.checker.check_model(proto, full_check=True)
     os.makedirs(os.path.dirname(os.path.abspath(os.fspath(filepath))), exist_ok=True)
