@@ -171,3 +171,21 @@ def test_fit_differentiates_the_scaled_loss_and_halves_a_scale_that_overflows_fl
     assert float(optimizer.dynamic_scale.numpy()) < 2.0 ** 30
     assert int(optimizer.iterations.numpy()) < 4  # some of the 4 steps were skipped
     assert all(np.isfinite(w).all() for w in model.get_weights())
+
+
+@pytest.mark.parametrize("make", [
+    lambda: layers.LSTM(3, dtype="mixed_float16"),  # the RNN runs its cell's call itself
+    lambda: layers.MultiHeadAttention(2, 4, dtype="mixed_float16"),  # its projections too
+    lambda: layers.BatchNormalization(dtype="mixed_float16"),  # assigns its moving statistics
+], ids=["LSTM", "MultiHeadAttention", "BatchNormalization"])
+def test_layers_with_sub_layers_or_state_compute_in_float16(make):
+    layer = make()
+    x = np.linspace(-1.0, 1.0, 40, dtype=np.float32).reshape(2, 5, 4)
+    with tf.GradientTape() as tape:
+        y = layer(x, x) if isinstance(layer, layers.MultiHeadAttention) else \
+            layer(x, training=True)
+        loss = tf.reduce_sum(tf.cast(y, tf.float32))
+    grads = tape.gradient(loss, layer.trainable_variables)
+    assert y.dtype == tf.float16
+    assert all(v.dtype == tf.float32 and isinstance(v, tf.Variable) for v in layer.variables)
+    assert grads and all(g is not None and g.dtype == tf.float32 for g in grads)
