@@ -102,3 +102,21 @@ def test_compile_wraps_the_optimizer_of_a_mixed_float16_model_only():
     plain = tf.keras.Sequential([tf.keras.layers.Dense(1)])
     plain.compile(optimizer=SGD(0.1), loss="mse")
     assert type(plain.optimizer) is SGD
+
+
+def test_state_holds_the_scale_and_the_inner_optimizers_slots_and_loads_back():
+    variables = [tf.Variable([1.0, 2.0])]
+    optimizer = LossScaleOptimizer(tf.keras.optimizers.Adam(0.1), initial_scale=8.0)
+    optimizer.apply([tf.constant([8.0, -8.0])], variables)
+    optimizer.apply([tf.constant([np.inf, 0.0])], variables)
+    state = optimizer.get_state()
+    assert state["dynamic_scale"] == 4.0 and state["inner_optimizer/iteration"] == 1
+    assert "inner_optimizer/Variable/momentum" in state  # an Adam slot
+    fresh = LossScaleOptimizer(tf.keras.optimizers.Adam(0.1))
+    fresh.build(variables)
+    fresh.inner_optimizer.build(variables)
+    fresh.set_state(state)
+    assert float(fresh.dynamic_scale.numpy()) == 4.0
+    assert int(fresh.iterations.numpy()) == 1
+    with pytest.raises(ValueError, match="missing names"):
+        fresh.set_state({k: v for k, v in state.items() if k != "dynamic_scale"})

@@ -18,6 +18,8 @@ from .base import Optimizer
 
 __all__ = ["LossScaleOptimizer"]
 
+_INNER = "inner_optimizer/"  # the prefix of the inner optimizer's keys in get_state()
+
 
 class LossScaleOptimizer(Optimizer):
     """Wraps ``inner_optimizer``: ``apply`` takes gradients of ``scale_loss(loss)``.
@@ -118,6 +120,16 @@ class LossScaleOptimizer(Optimizer):
 
     def _key_by_structure(self, keyed):
         self.inner_optimizer._key_by_structure(keyed)
+
+    def get_state(self):
+        """The scale's state, then the inner optimizer's under ``"inner_optimizer/"``."""
+        inner = self.inner_optimizer.get_state()
+        return {**super().get_state(), **{_INNER + key: value for key, value in inner.items()}}
+
+    def _checked_state(self, state):  # set_state's (and load_weights') check of both parts
+        own = {k: v for k, v in state.items() if not k.startswith(_INNER)}
+        inner = {k[len(_INNER):]: v for k, v in state.items() if k.startswith(_INNER)}
+        return super()._checked_state(own) + self.inner_optimizer._checked_state(inner)
 
     def get_config(self):
         from . import serialize  # the registry lives in the package that imports this file
