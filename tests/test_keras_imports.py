@@ -284,7 +284,7 @@ LACKING = {
         TrueNegatives TruePositives
     """.split(),
     "optimizers": """
-        Adadelta Adafactor Ftrl Lamb legacy LossScaleOptimizer MultiOptimizer Muon OptimizerMap
+        Adadelta Adafactor Ftrl Lamb legacy MultiOptimizer Muon OptimizerMap
         ScheduleFreeAdamW
     """.split(),
     "callbacks": """

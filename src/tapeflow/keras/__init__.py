@@ -9,6 +9,7 @@ import importlib
 
 from . import activations, backend, callbacks, constraints, initializers, layers, losses
 from . import metrics, models, ops, optimizers, preprocessing, regularizers, saving, utils
+from . import mixed_precision
 from ..initializers import Initializer
 from ..layers import Input, Layer
 from ..losses import Loss
@@ -21,7 +22,7 @@ from ..serialization import register_serializable
 # ``wrappers`` is left out, so that ``from tapeflow.keras import *`` needs no scikit-learn.
 __all__ = [
     "activations", "backend", "callbacks", "constraints", "initializers", "layers", "losses",
-    "metrics", "models", "ops", "optimizers", "preprocessing", "regularizers", "saving", "utils",
+    "metrics", "mixed_precision", "models", "ops", "optimizers", "preprocessing", "regularizers", "saving", "utils",
     "Input", "Initializer", "Layer", "Loss", "Metric", "Model", "Optimizer", "Regularizer",
     "Sequential", "register_serializable",
 ]

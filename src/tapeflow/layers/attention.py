@@ -293,7 +293,7 @@ class MultiHeadAttention(Layer):
             return _Projection(name, mode, kernel_shape, self.use_bias,
                                self.kernel_initializer, self.bias_initializer,
                                self.kernel_regularizer, self.bias_regularizer,
-                               self.kernel_constraint, self.bias_constraint, self.dtype)
+                               self.kernel_constraint, self.bias_constraint, self.dtype_policy)
 
     def __call__(self, query, value=None, key=None, **kwargs):
         if value is None:

@@ -28,12 +28,14 @@ import numpy as np
 from ..core.context import context, init_scope, reset as reset_context
 from ..core.tensor import Tensor, Variable, convert_to_tensor
 from ..dtypes import numpy_dtype
+from .. import dtype_policy as dtype_policies
 from ..core import nest
 from ..ops.shape import cast, shape
 from ..ops.special import divide_no_nan
 from .. import backend, initializers, regularizers
 from ..serialization import snake_case
 from .symbolic import call_on_symbols, holds_keras_tensor
+from .autocast import variables_in_compute_dtype
 from .weight_budget import charge
 
 __all__ = ["Layer", "name_scope", "clear_session"]
@@ -89,8 +91,12 @@ class Layer:
         self.name = name or _unique_name(snake_case(type(self).__name__))
         self._trainable = bool(trainable)
         self.built = False
-        self._np_dtype = np.dtype(numpy_dtype(dtype) or np.float32)
-        self.dtype = self._np_dtype.name
+        # Keras 3's dtype policy: inputs are cast to its compute dtype, variables made in its
+        # variable dtype (``dtype``); the two differ for "mixed_float16"
+        policy = self._dtype_policy = dtype_policies.get(dtype)
+        self._np_dtype = np.dtype(policy.compute_dtype)
+        self.dtype = policy.variable_dtype
+        self._casts_variables = self._np_dtype.kind == "f" and self._np_dtype != np.dtype(self.dtype)
         self._call_takes_training = "training" in inspect.signature(self.call).parameters
         self._call_takes_mask = "mask" in inspect.signature(self.call).parameters
         # Keras 2's ``Dense(30, input_shape=(8,))``: a Sequential builds from it at once
@@ -298,7 +304,7 @@ class Layer:
                 return outputs
         if inputs.__class__ is not Tensor and (
                 not isinstance(inputs, (Tensor, list, tuple, dict)) or _plain_data(inputs)):
-            inputs = convert_to_tensor(inputs, dtype_hint=self.dtype)
+            inputs = convert_to_tensor(inputs, dtype_hint=self._np_dtype)
         elif isinstance(inputs, Tensor) and inputs._value.dtype != self._np_dtype \
                 and inputs._value.dtype.kind == "f" and self._autocast:
             inputs = cast(inputs, self._np_dtype)
@@ -314,14 +320,14 @@ class Layer:
             ctx.outermost_layer = self
             self._clear_losses()
         try:
-            if self.built:  # the name scope only matters while weights are being created
-                outputs = self.call(inputs, *args, **kwargs)
-            else:
+            if not self.built:  # the name scope only matters while weights are being created
                 with name_scope(self.name):
                     self.build(_shape_of(inputs))
                     self.built = True
                     self._clear_losses()  # of shape trials the build ran (Sequential's)
-                    outputs = self.call(inputs, *args, **kwargs)
+                    outputs = self._call_in_compute_dtype(inputs, args, kwargs)
+            else:
+                outputs = self._call_in_compute_dtype(inputs, args, kwargs)
             if self.activity_regularizer is not None:
                 self._regularized_outputs.extend(
                     t for t in nest.flatten(outputs) if isinstance(t, Tensor))
@@ -330,6 +336,25 @@ class Layer:
             if outermost:
                 ctx.outermost_layer = None
         return _with_mask(self, inputs, outputs, mask)
+
+    def _call_in_compute_dtype(self, inputs, args, kwargs):
+        if not self._casts_variables:
+            return self.call(inputs, *args, **kwargs)
+        with variables_in_compute_dtype(self):
+            return self.call(inputs, *args, **kwargs)
+
+    # --- dtype policy (Keras 3's) ----------------------------------------------------------------
+    @property
+    def dtype_policy(self):
+        return self._dtype_policy
+
+    @property
+    def compute_dtype(self):
+        return self._dtype_policy.compute_dtype
+
+    @property
+    def variable_dtype(self):
+        return self._dtype_policy.variable_dtype
 
     _autocast = True
     supports_masking = False  # Keras's: True for a layer that passes its input's mask on
@@ -349,7 +374,9 @@ class Layer:
 
     # --- config ----------------------------------------------------------------------------------
     def get_config(self):
-        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        policy = self._dtype_policy  # a mixed policy by its name, a plain one as its dtype
+        dtype = policy.name if policy.compute_dtype != policy.variable_dtype else self.dtype
+        config = {"name": self.name, "trainable": self.trainable, "dtype": dtype}
         if self.activity_regularizer is not None:
             config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
         return config

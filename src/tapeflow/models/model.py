@@ -108,6 +108,10 @@ class Model(Layer):
         metric with a name a plain one already has is logged as ``weighted_<name>``.
         """
         self.optimizer = optimizers_module.get(optimizer)
+        if self.dtype_policy.name == "mixed_float16" and \
+                not isinstance(self.optimizer, optimizers_module.LossScaleOptimizer):
+            # Keras 3's: float16 gradients need loss scaling, so a mixed_float16 model has it
+            self.optimizer = optimizers_module.LossScaleOptimizer(self.optimizer)
         # slots keyed as the weights file keys the weights, not by the layer counters' names
         self.optimizer._key_by_structure(functools.partial(weights_io.weight_keys, self))
         names = getattr(self, "output_names", None)  # a functional model's outputs
@@ -231,7 +235,8 @@ class Model(Layer):
         else:
             with GradientTape() as tape:
                 loss, y_pred = self._loss_and_prediction(x, y, sample_weight)
-            grads = tape.gradient(loss, variables)
+                scaled_loss = self.optimizer.scale_loss(loss)  # a LossScaleOptimizer's scale
+            grads = tape.gradient(scaled_loss, variables)
             grads = distribute_training.reduce_gradients(self, grads)  # no-op on one process
             self.optimizer.apply_gradients(zip(grads, variables))
         return self._without_traced_losses(self.compute_metrics(x, y, y_pred, sample_weight,

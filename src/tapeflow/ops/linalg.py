@@ -26,6 +26,11 @@ __all__ = ["matmul", "einsum", "solve", "inv", "det", "tensordot", "trace", "dia
 # rules never build transposed copies: each gradient comes out in its input's own layout.
 def _matmul_forward(a, b, transpose_a, transpose_b):
     xp = array_module(a, b)
+    if a.dtype == np.float16 and xp is np:
+        # numpy has no float16 BLAS (its loop is ~100x slower than float32's at 64x64):
+        # float32 products rounded once to float16, as a GPU's float16 units accumulate
+        return _matmul_forward(a.astype(np.float32), b.astype(np.float32), transpose_a,
+                               transpose_b).astype(np.float16)
     if transpose_a:
         a = xp.swapaxes(a, -1, -2)
     if transpose_b:
@@ -44,7 +49,8 @@ def _matmul_kernel(in_types, attrs):
     """For two numpy matrices of known shape: the one product ``_matmul_forward`` would run."""
     (sa, da), (sb, db) = in_types
     ta, tb = attrs["transpose_a"], attrs["transpose_b"]
-    if len(sa) != 2 or len(sb) != 2 or None in sa or None in sb or da.kind not in "fc":
+    if len(sa) != 2 or len(sb) != 2 or None in sa or None in sb or da.kind not in "fc" \
+            or da == np.float16:  # _matmul_forward's float32 products
         return None
     product = "*" if (sa[0] if ta else sa[1]) == 1 else "@"  # ``_matmul_forward``'s outer product
     return Inline(f"{{0}}{'.T' if ta else ''} {product} {{1}}{'.T' if tb else ''}")

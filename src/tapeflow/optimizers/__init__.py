@@ -14,6 +14,7 @@ from .base import Optimizer
 from .gauss_newton import OutputLoss, check_supported_loss
 from .levenberg_marquardt import LevenbergMarquardt
 from .lion import Lion
+from .loss_scale_optimizer import LossScaleOptimizer
 from .nadam import Nadam
 from .newton import Newton
 from .rmsprop import RMSprop
@@ -22,7 +23,7 @@ from .sgd import SGD
 
 __all__ = [
     "Optimizer", "SGD", "Adam", "AdamW", "Nadam", "Newton", "LevenbergMarquardt", "OutputLoss", "check_supported_loss",
-    "RMSprop", "Adagrad", "Adamax", "Lion", "schedules", "LearningRateSchedule",
+    "RMSprop", "Adagrad", "Adamax", "Lion", "LossScaleOptimizer", "schedules", "LearningRateSchedule",
     "ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay", "get", "serialize", "deserialize",
 ]
 
@@ -31,5 +32,6 @@ __all__ = [
 REGISTRY = Registry("optimizer", {
     "sgd": SGD, "adam": Adam, "adamw": AdamW, "nadam": Nadam, "rmsprop": RMSprop, "adagrad": Adagrad,
     "newton": Newton, "levenberg_marquardt": LevenbergMarquardt, "adamax": Adamax, "lion": Lion,
+    "loss_scale_optimizer": LossScaleOptimizer,
 }, base=Optimizer, functions=False, none=REFUSE)
 get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize

@@ -154,6 +154,11 @@ class Optimizer:
         raise NotImplementedError(f"{type(self).__name__} must implement update_step(gradient, "
                                   "variable, learning_rate), or override minimize.")
 
+    def scale_loss(self, loss):
+        """The loss ``Model.train_step`` differentiates: ``loss`` itself here; a
+        ``LossScaleOptimizer`` multiplies it by its loss scale (Keras 3's method)."""
+        return loss
+
     def _begin_step(self, iterations):
         """Work shared by all variables of one step, done with ops on ``iterations`` (the
         int64 tensor of finished steps; this step is ``iterations + 1``).  Scalars that only

@@ -6,14 +6,14 @@ Written out rather than ``import *``: a * import would bind ``schedules`` to
 """
 from ...optimizers import (
     SGD, Adagrad, Adam, Adamax, AdamW, CosineDecay, ExponentialDecay, LearningRateSchedule,
-    LevenbergMarquardt, Lion, Nadam, Newton, Optimizer, OutputLoss, PiecewiseConstantDecay,
+    LevenbergMarquardt, Lion, LossScaleOptimizer, Nadam, Newton, Optimizer, OutputLoss, PiecewiseConstantDecay,
     RMSprop, check_supported_loss, deserialize, get, serialize,
 )
 from . import schedules
 
 __all__ = [
     "Optimizer", "SGD", "Adam", "AdamW", "Nadam", "RMSprop", "Adagrad", "Adamax", "Lion",
-    "Newton", "LevenbergMarquardt", "OutputLoss", "check_supported_loss", "schedules",
+    "LossScaleOptimizer", "Newton", "LevenbergMarquardt", "OutputLoss", "check_supported_loss", "schedules",
     "LearningRateSchedule", "ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay", "get",
     "serialize", "deserialize",
 ]
