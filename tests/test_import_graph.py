@@ -22,8 +22,6 @@ KNOWN_CIRCLES = [
      "tapeflow.models.weights_legacy", "tapeflow.models.weights_tree",
      "tapeflow.saving.keras_saving"],
     ["tapeflow.layers.base", "tapeflow.layers.symbolic", "tapeflow.layers.tf_op_layer"],
-    ["tapeflow.ops.arithmetic", "tapeflow.ops.elementwise", "tapeflow.ops.reduce",
-     "tapeflow.ops.shape"],
     ["tapeflow.saving.checkpoint", "tapeflow.saving.checkpoint_management"],
 ]
 
