@@ -26,36 +26,26 @@ from ..ops.creation import ones_like
 from ..ops.shape import cast, concat, reshape
 from ..tracing.function import function
 from .mpi import host_array
-from .strategy import current_strategy
 
-__all__ = ["current_strategy", "fit_callbacks", "metric_logs", "metric_variables",
-           "reduce_gradients", "strategy_of", "train_function"]
+__all__ = ["fit_callbacks", "metric_logs", "metric_variables", "reduce_gradients",
+           "train_function"]
 
 # Callbacks that write files: rank 0's alone, so that N ranks don't write the same file at once.
 _WRITERS = (callbacks_module.ModelCheckpoint, callbacks_module.CSVLogger,
             callbacks_module.TensorBoard, callbacks_module.ProgbarLogger)
 
 
-def strategy_of(model):
-    """The strategy ``model`` was compiled under, else the one whose scope is open, else None."""
-    return getattr(model, "_distribute_strategy", None) or current_strategy()
-
-
-def fit_callbacks(model, callbacks, verbose):
+def fit_callbacks(strategy, model, callbacks, verbose):
     """``(callbacks, verbose)`` for this rank's ``fit``."""
-    strategy = strategy_of(model)
-    if strategy is None:
-        return callbacks, verbose
     strategy.sync_random_state()
     if strategy.rank == 0:
         return callbacks, verbose
     return [cb for cb in callbacks or [] if not isinstance(cb, _WRITERS)], 0
 
 
-def train_function(model, step):
-    """``step`` (fit's train function), or the data-parallel step under a strategy."""
-    strategy = strategy_of(model)
-    if strategy is None or strategy.num_replicas_in_sync == 1:
+def train_function(strategy, model, step):
+    """``step`` (fit's train function), or the data-parallel step under ``strategy``."""
+    if strategy.num_replicas_in_sync == 1:
         return step  # one rank: fit's own (traced) step, with nothing to reduce
     if getattr(model.optimizer, "needs_loss_fn", False):
         raise ValueError(f"MPIStrategy: {type(model.optimizer).__name__} evaluates the loss "
@@ -67,11 +57,10 @@ def train_function(model, step):
     return replica
 
 
-def reduce_gradients(model, grads):
-    """The gradients of the global batch's mean loss, on every rank (unchanged without a
-    strategy).  Outside fit (``train_on_batch``) every rank's batch counts the same."""
-    strategy = strategy_of(model)
-    if strategy is None or strategy.num_replicas_in_sync == 1:
+def reduce_gradients(strategy, grads):
+    """The gradients of the global batch's mean loss, on every rank (unchanged on one rank).
+    Outside fit (``train_on_batch``) every rank's batch counts the same."""
+    if strategy.num_replicas_in_sync == 1:
         return grads
     share = getattr(strategy, "_shard_share", None)  # this rank's rows / the global batch's
     if context().trace is not None:
