@@ -194,4 +194,5 @@ def test_models_and_callbacks_import_nothing_from_distribute():
                       for target in targets
                       if module.startswith(("tapeflow.models", "tapeflow.callbacks"))
                       and target.startswith("tapeflow.distribute"))
-    assert not reaching, "models/ and callbacks/ reach into distribute/:\n  " + "\n  ".join(reaching)
+    assert not reaching, \
+        "models/ and callbacks/ reach into distribute/:\n  " + "\n  ".join(reaching)

@@ -10,7 +10,7 @@ batches, sums the gradients and reduces the metrics' state.  Dependencies so run
 """
 
 __all__ = ["current", "enter", "evaluating_strategy", "fit_callbacks", "gather", "leave", "of",
-           "rank", "reduce_gradients", "train_function"]
+           "rank", "distribute_optimizer", "sum_gradients", "train_function"]
 
 _entered = []  # the strategies whose scope() is open, innermost last
 
@@ -46,10 +46,16 @@ def train_function(model, step):
     return step if strategy is None else strategy.train_function(model, step)
 
 
-def reduce_gradients(model, grads):
-    """The gradients of the global batch's mean loss (``grads`` themselves on one process)."""
-    strategy = of(model)
-    return grads if strategy is None else strategy.reduce_gradients(model, grads)
+def sum_gradients(optimizer, grads):
+    """In ``optimizer.apply``: the gradients of the global batch's mean loss, when a strategy
+    wrapped the optimizer (``distribute_optimizer``); else ``grads`` themselves."""
+    strategy = getattr(optimizer, "_distribute_strategy", None)
+    return grads if strategy is None else strategy.sum_gradients(grads)
+
+
+def distribute_optimizer(optimizer, strategy):
+    """Make ``optimizer.apply`` sum its gradients over ``strategy``'s ranks first."""
+    optimizer._distribute_strategy = strategy
 
 
 def evaluating_strategy(model, x, steps):

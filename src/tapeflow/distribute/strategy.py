@@ -73,7 +73,7 @@ class MPIStrategy:
     def train_function(self, model, step):
         return training.train_function(self, model, step)
 
-    def reduce_gradients(self, model, grads):
+    def sum_gradients(self, grads):
         return training.reduce_gradients(self, grads)
 
     def shards_inference(self, model, x, steps):

@@ -1,4 +1,5 @@
-"""What ``Model.fit`` does differently under an ``MPIStrategy``: the hooks the model calls.
+"""What ``Model.fit`` does differently under an ``MPIStrategy``: how the strategy wraps it
+(``tapeflow.replication`` calls in here; models never import this module).
 
 - ``fit_callbacks`` (fit's start): rank 0's random state goes to every rank, so all draw the
   same shuffles; ranks other than 0 print nothing and drop the callbacks that write files.
@@ -6,7 +7,8 @@
   traced as on one process (eager where the model runs eagerly); the metrics' state is summed
   so that every rank logs the global batch's values, and BatchNormalization's moving statistics
   are averaged.  The first step checks the ranks agree and broadcasts rank 0's weights.
-- ``reduce_gradients`` (inside ``train_step``): each rank's gradient of the mean loss over its
+- ``reduce_gradients`` (inside ``Optimizer.apply``: ``train_function`` wraps the model's
+  optimizer, as ChainerMN's multi-node optimizer): each rank's gradient of the mean loss over its
   shard, weighted by its shard's share of the global batch, summed in one Allreduce: the
   gradient of the mean loss over the global batch, whatever the number of ranks.  In a traced
   step the gradients are packed into one flat buffer by graph ops and the Allreduce is an op of
@@ -17,6 +19,7 @@ import hashlib
 import numpy as np
 
 from .. import callbacks as callbacks_module
+from .. import replication
 from ..core.context import PER_THREAD, context
 from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive
@@ -50,6 +53,7 @@ def train_function(strategy, model, step):
     if getattr(model.optimizer, "needs_loss_fn", False):
         raise ValueError(f"MPIStrategy: {type(model.optimizer).__name__} evaluates the loss "
                          f"itself and cannot train data-parallel; use a first-order optimizer")
+    replication.distribute_optimizer(model.optimizer, strategy)  # it sums the gradients
     replica = getattr(model, "_replica_step", None)
     # one per compiled step (compile makes a new one), so later fits reuse its traces
     if replica is None or replica.strategy is not strategy or replica.source is not step:

@@ -231,7 +231,6 @@ class Model(Layer):
             with GradientTape() as tape:
                 loss, y_pred = self._loss_and_prediction(x, y, sample_weight)
             grads = tape.gradient(loss, variables)
-            grads = replication.reduce_gradients(self, grads)  # no-op on one process
             self.optimizer.apply_gradients(zip(grads, variables))
         return self._without_traced_losses(self.compute_metrics(x, y, y_pred, sample_weight,
                                                                 loss))
