@@ -26,6 +26,7 @@ import json
 import numbers
 import os
 
+from .. import replication
 from ..core.context import context
 from ..saving import format as fmt
 from ..saving.atomic import write_atomically
@@ -66,9 +67,7 @@ class BackupAndRestore(Callback):
     @property
     def _writes(self):
         """False on MPI ranks other than 0: rank 0 alone writes the backup."""
-        from ..distribute.training import strategy_of  # distribute imports callbacks
-        strategy = strategy_of(self.model)
-        return strategy is None or strategy.rank == 0
+        return replication.rank(self.model) == 0
 
     # --- restoring -------------------------------------------------------------------------------
     def on_train_begin(self, logs=None):
@@ -150,12 +149,8 @@ class BackupAndRestore(Callback):
 def _same_backup_on_every_rank(model, state, backup_dir):
     """Under an MPIStrategy: raise on every rank when the ranks found different backups (or
     some found none): they would start at different epochs and wait for each other forever."""
-    from ..distribute import launch, training  # distribute imports callbacks
-    strategy = training.strategy_of(model)
-    if strategy is None or strategy.num_replicas_in_sync < 2:
-        return
     mine = None if state is None else (state["epoch"], state.get("batch"), state["weights"])
-    found = launch.gather(strategy, mine)
+    found = replication.gather(model, mine)  # [mine] on one process
     differing = [rank for rank, seen in enumerate(found) if seen != found[0]]
     if differing:
         raise ValueError(f"BackupAndRestore: MPI rank {differing[0]} found another backup in "

@@ -15,20 +15,20 @@ import numpy as np
 from ..core import nest
 from ..models import data as data_module
 from ..models import feeds
+from ..models.model import _as_returned
 from .mpi import host_array
-from .training import metric_logs, metric_variables, strategy_of
+from .training import metric_logs, metric_variables
 
 __all__ = ["takes", "evaluate", "predict"]
 
 _LOCAL = threading.local()  # .model: the model evaluating or predicting its own shard now
 
 
-def takes(model, x, steps=None):
+def takes(strategy, model, x, steps=None):
     """True when ``model.evaluate`` / ``predict`` on ``x`` should go over the ranks' shards."""
     if getattr(_LOCAL, "model", None) is model or steps is not None or feeds.is_batch_source(x):
         return False
-    strategy = strategy_of(model)
-    return strategy is not None and strategy.num_replicas_in_sync > 1 and x is not None
+    return strategy.num_replicas_in_sync > 1 and x is not None
 
 
 class _OnShard:
@@ -44,10 +44,10 @@ class _OnShard:
         _LOCAL.model = self.previous
 
 
-def evaluate(model, x, y=None, batch_size=None, sample_weight=None, return_dict=False):
+def evaluate(strategy, model, x, y=None, batch_size=None, sample_weight=None,
+             return_dict=False):
     """``model.evaluate(x, y, ...)`` over every rank's shard; the same result on every rank."""
-    from ..models.model import _as_returned  # models import distribute
-    strategy, rows = strategy_of(model), data_module.num_samples(x)
+    rows = data_module.num_samples(x)
     whole = dict(batch_size=batch_size, verbose=0, return_dict=True)
     if not _sharded(strategy, rows):
         with _OnShard(model):
@@ -62,9 +62,9 @@ def evaluate(model, x, y=None, batch_size=None, sample_weight=None, return_dict=
     return _as_returned(metric_logs(strategy, model, local, before), return_dict)
 
 
-def predict(model, x, batch_size=None):
+def predict(strategy, model, x, batch_size=None):
     """``model.predict(x)`` over every rank's shard; every row's outputs on every rank."""
-    strategy, rows = strategy_of(model), data_module.num_samples(x)
+    rows = data_module.num_samples(x)
     with _OnShard(model):
         if not _sharded(strategy, rows):
             return model.predict(x, batch_size=batch_size, verbose=0)

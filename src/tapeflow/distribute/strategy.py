@@ -11,17 +11,13 @@ import numpy as np
 from .. import backend
 from ..core.tensor import Tensor
 from ..ops import random as random_ops
-from . import nccl as nccl_module
+from .. import replication
+from . import inference, nccl as nccl_module, training
 from .mpi import Communicator, host_array
 
 __all__ = ["MPIStrategy", "current_strategy"]
 
-_entered = []  # the strategies whose scope() is open, innermost last
-
-
-def current_strategy():
-    """The strategy of the innermost open ``scope()``, or None."""
-    return _entered[-1] if _entered else None
+current_strategy = replication.current  # the strategy of the innermost open scope(), or None
 
 
 class MPIStrategy:
@@ -64,11 +60,30 @@ class MPIStrategy:
     @contextlib.contextmanager
     def scope(self):
         """Models compiled and fitted inside train data-parallel on this strategy."""
-        _entered.append(self)
+        replication.enter(self)
         try:
             yield self
         finally:
-            _entered.remove(self)
+            replication.leave(self)
+
+    # --- how it wraps a model (tapeflow.replication calls these) ---------------------------------
+    def fit_callbacks(self, model, callbacks, verbose):
+        return training.fit_callbacks(self, model, callbacks, verbose)
+
+    def train_function(self, model, step):
+        return training.train_function(self, model, step)
+
+    def sum_gradients(self, grads):
+        return training.reduce_gradients(self, grads)
+
+    def shards_inference(self, model, x, steps):
+        return inference.takes(self, model, x, steps)
+
+    def evaluate(self, model, x, y=None, batch_size=None, sample_weight=None, return_dict=False):
+        return inference.evaluate(self, model, x, y, batch_size, sample_weight, return_dict)
+
+    def predict(self, model, x, batch_size=None):
+        return inference.predict(self, model, x, batch_size)
 
     def reduce(self, reduce_op, value, axis=None):
         """``value`` summed ("SUM") or averaged ("MEAN") over the replicas (and over ``axis``

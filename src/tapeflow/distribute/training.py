@@ -1,4 +1,5 @@
-"""What ``Model.fit`` does differently under an ``MPIStrategy``: the hooks the model calls.
+"""What ``Model.fit`` does differently under an ``MPIStrategy``: how the strategy wraps it
+(``tapeflow.replication`` calls in here; models never import this module).
 
 - ``fit_callbacks`` (fit's start): rank 0's random state goes to every rank, so all draw the
   same shuffles; ranks other than 0 print nothing and drop the callbacks that write files.
@@ -6,7 +7,8 @@
   traced as on one process (eager where the model runs eagerly); the metrics' state is summed
   so that every rank logs the global batch's values, and BatchNormalization's moving statistics
   are averaged.  The first step checks the ranks agree and broadcasts rank 0's weights.
-- ``reduce_gradients`` (inside ``train_step``): each rank's gradient of the mean loss over its
+- ``reduce_gradients`` (inside ``Optimizer.apply``: ``train_function`` wraps the model's
+  optimizer, as ChainerMN's multi-node optimizer): each rank's gradient of the mean loss over its
   shard, weighted by its shard's share of the global batch, summed in one Allreduce: the
   gradient of the mean loss over the global batch, whatever the number of ranks.  In a traced
   step the gradients are packed into one flat buffer by graph ops and the Allreduce is an op of
@@ -17,6 +19,7 @@ import hashlib
 import numpy as np
 
 from .. import callbacks as callbacks_module
+from .. import replication
 from ..core.context import PER_THREAD, context
 from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive
@@ -26,40 +29,31 @@ from ..ops.creation import ones_like
 from ..ops.shape import cast, concat, reshape
 from ..tracing.function import function
 from .mpi import host_array
-from .strategy import current_strategy
 
-__all__ = ["current_strategy", "fit_callbacks", "metric_logs", "metric_variables",
-           "reduce_gradients", "strategy_of", "train_function"]
+__all__ = ["fit_callbacks", "metric_logs", "metric_variables", "reduce_gradients",
+           "train_function"]
 
 # Callbacks that write files: rank 0's alone, so that N ranks don't write the same file at once.
 _WRITERS = (callbacks_module.ModelCheckpoint, callbacks_module.CSVLogger,
             callbacks_module.TensorBoard, callbacks_module.ProgbarLogger)
 
 
-def strategy_of(model):
-    """The strategy ``model`` was compiled under, else the one whose scope is open, else None."""
-    return getattr(model, "_distribute_strategy", None) or current_strategy()
-
-
-def fit_callbacks(model, callbacks, verbose):
+def fit_callbacks(strategy, model, callbacks, verbose):
     """``(callbacks, verbose)`` for this rank's ``fit``."""
-    strategy = strategy_of(model)
-    if strategy is None:
-        return callbacks, verbose
     strategy.sync_random_state()
     if strategy.rank == 0:
         return callbacks, verbose
     return [cb for cb in callbacks or [] if not isinstance(cb, _WRITERS)], 0
 
 
-def train_function(model, step):
-    """``step`` (fit's train function), or the data-parallel step under a strategy."""
-    strategy = strategy_of(model)
-    if strategy is None or strategy.num_replicas_in_sync == 1:
+def train_function(strategy, model, step):
+    """``step`` (fit's train function), or the data-parallel step under ``strategy``."""
+    if strategy.num_replicas_in_sync == 1:
         return step  # one rank: fit's own (traced) step, with nothing to reduce
     if getattr(model.optimizer, "needs_loss_fn", False):
         raise ValueError(f"MPIStrategy: {type(model.optimizer).__name__} evaluates the loss "
                          f"itself and cannot train data-parallel; use a first-order optimizer")
+    replication.distribute_optimizer(model.optimizer, strategy)  # it sums the gradients
     replica = getattr(model, "_replica_step", None)
     # one per compiled step (compile makes a new one), so later fits reuse its traces
     if replica is None or replica.strategy is not strategy or replica.source is not step:
@@ -67,11 +61,10 @@ def train_function(model, step):
     return replica
 
 
-def reduce_gradients(model, grads):
-    """The gradients of the global batch's mean loss, on every rank (unchanged without a
-    strategy).  Outside fit (``train_on_batch``) every rank's batch counts the same."""
-    strategy = strategy_of(model)
-    if strategy is None or strategy.num_replicas_in_sync == 1:
+def reduce_gradients(strategy, grads):
+    """The gradients of the global batch's mean loss, on every rank (unchanged on one rank).
+    Outside fit (``train_on_batch``) every rank's batch counts the same."""
+    if strategy.num_replicas_in_sync == 1:
         return grads
     share = getattr(strategy, "_shard_share", None)  # this rank's rows / the global batch's
     if context().trace is not None:

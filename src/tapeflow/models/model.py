@@ -26,11 +26,10 @@ from .. import backend
 from .. import callbacks as callbacks_module
 from .. import device as device_module
 from ..callbacks.base import BatchLogs, python_float
-from ..distribute import inference as distribute_inference
-from ..distribute import training as distribute_training
 from .. import losses as losses_module
 from .. import metrics as metrics_module
 from .. import optimizers as optimizers_module
+from .. import replication
 from ..core import nest
 from ..core.context import context
 from ..core.tape import GradientTape
@@ -143,7 +142,7 @@ class Model(Layer):
             input_gradient = InputGradient(float(input_gradient))
         self.input_gradient = input_gradient
         self.run_eagerly = bool(run_eagerly)
-        self._distribute_strategy = distribute_training.current_strategy()  # MPIStrategy.scope()
+        self._distribute_strategy = replication.current()  # MPIStrategy.scope()
         self.train_function = self.test_function = self.predict_function = None  # traced anew
         self.compiled = True
 
@@ -237,7 +236,6 @@ class Model(Layer):
                 loss, y_pred = self._loss_and_prediction(x, y, sample_weight)
                 scaled_loss = self.optimizer.scale_loss(loss)  # a LossScaleOptimizer's scale
             grads = tape.gradient(scaled_loss, variables)
-            grads = distribute_training.reduce_gradients(self, grads)  # no-op on one process
             self.optimizer.apply_gradients(zip(grads, variables))
         return self._without_traced_losses(self.compute_metrics(x, y, y_pred, sample_weight,
                                                                 loss))
@@ -326,7 +324,7 @@ class Model(Layer):
     # traced again once the signature has been relaxed.)
     def make_train_function(self):
         """``train_step``, traced unless the model runs eagerly (Keras's method)."""
-        return distribute_training.train_function(self, self._step_function("train"))
+        return replication.train_function(self, self._step_function("train"))
 
     def make_test_function(self):
         return self._step_function("test")
@@ -416,7 +414,7 @@ class Model(Layer):
         steps = feed.steps
         verbose = _verbosity(verbose)
         history = callbacks_module.History()
-        callbacks, verbose = distribute_training.fit_callbacks(self, callbacks, verbose)
+        callbacks, verbose = replication.fit_callbacks(self, callbacks, verbose)
         user_callbacks = list(callbacks or [])
         progbar = [] if not verbose or any(isinstance(cb, callbacks_module.ProgbarLogger)
                                            for cb in user_callbacks) \
@@ -484,8 +482,9 @@ class Model(Layer):
         inference mode: a float when there are no metrics, else a list in ``metrics_names``
         order (a dict with ``return_dict``)."""
         self._require_compiled("evaluate")
-        if distribute_inference.takes(self, x, steps):  # MPIStrategy: each rank its shard
-            return distribute_inference.evaluate(self, x, y, batch_size, sample_weight, return_dict)
+        strategy = replication.evaluating_strategy(self, x, steps)  # MPIStrategy: its shards
+        if strategy is not None:
+            return strategy.evaluate(self, x, y, batch_size, sample_weight, return_dict)
         feed = self._feed(x, y, sample_weight, batch_size, steps, "evaluate")
         self.reset_metrics()
         logs = {}
@@ -498,8 +497,9 @@ class Model(Layer):
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """Outputs for ``x`` (arrays, or a ``tf.data.Dataset`` whose elements' first part is
         the input), in batches, as a numpy array."""
-        if distribute_inference.takes(self, x, steps):  # MPIStrategy: each rank its shard
-            return distribute_inference.predict(self, x, batch_size)
+        strategy = replication.evaluating_strategy(self, x, steps)  # MPIStrategy: its shards
+        if strategy is not None:
+            return strategy.predict(self, x, batch_size)
         feed = self._feed(x, None, None, batch_size, steps, "predict")
         predict_function = self.make_predict_function()
         outputs = []

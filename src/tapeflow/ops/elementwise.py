@@ -15,9 +15,9 @@ from ..core.registry import Inline, NotDifferentiable, def_primitive, register_g
 from ..core.tensor import Tensor
 from ._util import array_module, as_tensor
 from ..serialization import snake_case
-# Rules here use ops of other families whose rules use this one's: those ops are
-# reached through their modules, bound when a rule runs (how Python loads a circle).
-from . import arithmetic as arithmetic_ops, shape as shape_ops
+# The op families stack one way: shape < elementwise < arithmetic < reduce; a family's
+# ops and rules use only the families below it (tests/test_import_graph.py checks).
+from . import shape as shape_ops
 from .creation import zeros_like
 
 __all__ = [
@@ -291,7 +291,8 @@ def _relu_grad_grad(op, gg):
 @register_gradient("Relu6", saves="inputs")
 def _relu6_grad(op, g):
     (x,) = op.inputs
-    return g * _mask(arithmetic_ops.logical_and(x > 0, x < 6), g)
+    # ``&`` is Tensor's operator: logical_and's family (arithmetic) sits above this one
+    return g * _mask((x > 0) & (x < 6), g)
 
 
 @register_gradient("Elu", saves="outputs")

@@ -13,8 +13,8 @@ from ..core.registry import Inline, NotDifferentiable, def_primitive, register_g
 
 from ..core.tensor import Tensor
 from ._util import array_module, as_tensor, lead_shape, module_of, norm_axes, one_axis
-# Rules here use ops of other families whose rules use this one's: those ops are
-# reached through their modules, bound when a rule runs (how Python loads a circle).
+# The op families stack one way: shape < elementwise < arithmetic < reduce; a family's
+# ops and rules use only the families below it (tests/test_import_graph.py checks).
 from . import arithmetic as arithmetic_ops, elementwise as elementwise_ops, shape as shape_ops
 from .creation import zeros_like
 

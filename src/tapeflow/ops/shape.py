@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..core.symbolic_dispatch import dispatches_symbols
+from ..core.backprop import unbroadcast
 from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive, register_gradient
 from ..core.tensor import Tensor, convert_to_tensor, lift
@@ -16,9 +17,8 @@ from ._util import (
     array_module, as_tensor, binary_operands, dtype_mismatch, lead_shape, norm_axes, one_axis,
     module_of, on_device_of, static_shape,
 )
-# Rules here use ops of other families whose rules use this one's: those ops are
-# reached through their modules, bound when a rule runs (how Python loads a circle).
-from . import reduce as reduce_ops
+# The op families stack one way: shape < elementwise < arithmetic < reduce; a family's
+# ops and rules use only the families below it (tests/test_import_graph.py checks).
 
 __all__ = [
     "reshape", "transpose", "matrix_transpose", "moveaxis", "expand_dims", "squeeze",
@@ -474,8 +474,11 @@ def _tile_grad(op, g):
     multiples = op.get_attr("multiples")
     lead = lead_shape(g, len(shape))
     split_shape = lead + tuple(x for m, d in zip(multiples, shape) for x in (m, d))
-    axes = [len(lead) + 2 * i for i in range(len(shape))]
-    return reduce_ops.reduce_sum(reshape(g, split_shape), axis=axes)
+    # each tiled axis is split into (multiple, size); summing the multiples is the core's
+    # unbroadcast to size-1 axes there (a sum in shape's family would need reduce's)
+    ones_between = tuple(x for d in shape for x in (1, d))
+    summed = unbroadcast(reshape(g, split_shape), ones_between, batch_ndim=len(lead))
+    return reshape(summed, lead + tuple(shape))
 
 
 def _broadcast_to_forward(x, shape):

@@ -62,6 +62,7 @@ import warnings
 import numpy  # host-side state copies only; tensor data goes through backend
 
 from .. import backend
+from .. import replication
 from ..core.context import PER_THREAD, context
 from ..core.dispatch import apply as apply_op
 from ..core.registry import NotDifferentiable, def_primitive
@@ -447,6 +448,9 @@ class Optimizer:
                 raise ValueError(f"apply got {len(grads)} gradients without variables, but the "
                                  f"optimizer tracks {len(self._trained)} variables.")
             trainable_variables = self._trained
+        # under a strategy that wrapped this optimizer: the global batch's gradients (ChainerMN's
+        # multi-node optimizer); the gradients themselves on one process
+        grads = replication.sum_gradients(self, grads)
         grads, variables = self._gradient_tensors(grads, trainable_variables)
         iterations = self._iterations
         lr = self._learning_rate_tensor(iterations)

@@ -71,6 +71,29 @@ class Run:
         return iter((self.model, self.history))
 
 
+@dataclasses.dataclass(frozen=True)
+class _RunPlan:
+    """What the set-up settled, the same on every rank: the run ``_train_on_device`` carries
+    out (one object in place of a dozen positional arguments)."""
+    strategy: object  # an MPIStrategy under mpiexec -n N>1, else None
+    cfg: RunConfig
+    resolved: dict  # the config as run_dir/config.yaml holds it
+    resumed: object  # where a resumed run goes on from, or None
+    dataset: object
+    where: str  # the config's file, or "config"
+    base_dir: str  # the config's relative paths start here
+    run_dir: str
+    allow_builder: bool
+    verbose: bool
+    stream: object
+    stop: object  # preemption.sigterm_requests()'s flag
+
+    @property
+    def root(self):
+        """True on the process that reads and writes the run (rank 0, or the only one)."""
+        return self.strategy is None or self.strategy.rank == 0
+
+
 def train(config, *, output=None, resume=False, overrides=(), seed=None, device=None,
           allow_builder=False, verbose=True, stream=None):
     """Train the model ``config`` describes (a YAML path, a dict or a ``RunConfig``).
@@ -96,18 +119,17 @@ def train(config, *, output=None, resume=False, overrides=(), seed=None, device=
 
 
 def _train(strategy, config, output, resume, overrides, allow_builder, verbose, stream, stop):
-    """``train`` on this process; under MPI every rank runs it, and each step that can fail on
-    a user's mistake runs ``together`` so that all ranks stop at it, or none."""
+    """``train`` on this process.  Under MPI the set-up runs in one collective-failure scope:
+    each rank runs every set-up step on its own (``_set_up`` makes no MPI call), then one
+    ``together`` raises any rank's error on every rank, so that all ranks stop there or none;
+    then one gather checks that the ranks agree, and rank 0's resume point goes to all."""
     root = strategy is None or strategy.rank == 0  # the one that reads and writes the run
-    cfg, where, base_dir = launch.together(strategy, UserError, _config, config, overrides)
-    launch.together(strategy, UserError, check_device, cfg.device)
-    run_dir = os.path.abspath(output or os.path.join(
-        "runs", os.path.splitext(os.path.basename(where))[0]))
-    launch.together(strategy, UserError, _same_as_rank_0, strategy, "config", cfg.resolved(),
-                    cfg.training.seed is not None)
-    resumed = launch.together(strategy, UserError, _run_dir_checked if root else _nothing,
-                              run_dir, cfg, where, resume)
-    resumed = launch.broadcast(strategy, resumed)
+    local = launch.together(strategy, UserError, _set_up, root, config, overrides, output,
+                            resume)
+    launch.together(strategy, UserError, _same_as_rank_0, strategy, local)
+    cfg, where, base_dir, run_dir, dataset = (local.cfg, local.where, local.base_dir,
+                                               local.run_dir, local.dataset)
+    resumed = launch.broadcast(strategy, local.resumed)
     if resume and verbose and root:
         print(f"--resume: {_where_resumed(run_dir, resumed)}", file=stream)
     resolved = resumed.config if resumed is not None else launch.broadcast(strategy,
@@ -119,34 +141,33 @@ def _train(strategy, config, output, resume, overrides, allow_builder, verbose, 
         cfg = RunConfig.model_validate(resolved)
         if isinstance(resumed, _NoCheckpointYet):
             resumed = None
-    dataset = launch.together(strategy, UserError, load_data, cfg.data, base_dir)
-    launch.together(strategy, UserError, _same_as_rank_0, strategy, "data fingerprint",
-                    dataset.fingerprint, True)
     if resumed is not None and resumed.training["data_fingerprint"] != dataset.fingerprint:
         raise CheckpointError(f"{resumed.path}: the data differ from those the run was trained "
                               f"on (their fingerprints differ); resume with the same data")
+    plan = _RunPlan(strategy=strategy, cfg=cfg, resolved=resolved, resumed=resumed,
+                    dataset=dataset, where=where, base_dir=base_dir, run_dir=run_dir,
+                    allow_builder=allow_builder, verbose=verbose, stream=stream, stop=stop)
     with tf_device(launch.device_name(strategy, cfg.device)):  # under MPI, a GPU per rank
-        return _train_on_device(strategy, cfg, resolved, resumed, dataset, where, base_dir,
-                                allow_builder, run_dir, root, verbose, stream, stop)
+        return _train_on_device(plan)
 
 
-def _train_on_device(strategy, cfg, resolved, resumed, dataset, where, base_dir, allow_builder,
-                     run_dir, root, verbose, stream, stop):
+def _train_on_device(plan):
     """Build, train and finish the run: weights, data batches and draws on ``cfg.device``."""
     reset()  # a fresh context: layer names and the random state as in a new process
-    random_ops.set_seed(resolved["training"]["seed"])
+    random_ops.set_seed(plan.resolved["training"]["seed"])
+    strategy, run_dir = plan.strategy, plan.run_dir
     with launch.scope(strategy):  # compiled inside: fit shards batches and sums gradients
-        model = launch.together(strategy, UserError, build_model, cfg, dataset, where,
-                                base_dir, allow_builder)
-    if root:
+        model = launch.together(strategy, UserError, build_model, plan.cfg, plan.dataset,
+                                plan.where, plan.base_dir, plan.allow_builder)
+    if plan.root:
         make_directory(os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR))
         for directory in (run_dir, os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR)):
             ckpt_io.clean_temporaries(directory)  # left by a crash mid-write; never read
-        _write_text(os.path.join(run_dir, CONFIG_NAME), dump_yaml(resolved))
-    trainer = _Trainer(model, cfg, resolved, dataset, base_dir, run_dir, verbose and root,
-                       stream, strategy, stop)
-    if resumed is not None:
-        trainer.restore(resumed)
+        _write_text(os.path.join(run_dir, CONFIG_NAME), dump_yaml(plan.resolved))
+    trainer = _Trainer(model, plan.cfg, plan.resolved, plan.dataset, plan.base_dir, run_dir,
+                       plan.verbose and plan.root, plan.stream, strategy, plan.stop)
+    if plan.resumed is not None:
+        trainer.restore(plan.resumed)
     trainer.fit()
     return trainer.finish()
 
@@ -170,23 +191,45 @@ def _where_resumed(run_dir, resumed):
     return f"going on from {resumed.path} (after {at}){passed}"
 
 
-def _nothing(*args):
-    return None
+@dataclasses.dataclass(frozen=True)
+class _LocalSetUp:
+    """What one rank's set-up found: its config, run directory and data (``resumed``: where a
+    resumed run goes on from, read on rank 0 alone)."""
+    cfg: RunConfig
+    where: str
+    base_dir: str
+    run_dir: str
+    resumed: object
+    dataset: object
 
 
-def _same_as_rank_0(strategy, what, mine, seed_given):
+def _set_up(root, config, overrides, output, resume):
+    """The set-up steps, on this process alone (no MPI call: ``_train`` runs them together)."""
+    cfg, where, base_dir = _config(config, overrides)
+    check_device(cfg.device)
+    run_dir = os.path.abspath(output or os.path.join(
+        "runs", os.path.splitext(os.path.basename(where))[0]))
+    resumed = _run_dir_checked(run_dir, cfg, where, resume) if root else None
+    dataset = load_data(cfg.data, base_dir)
+    return _LocalSetUp(cfg, where, base_dir, run_dir, resumed, dataset)
+
+
+def _same_as_rank_0(strategy, local):
     """Refuse to train when a rank's config (or data) differ from rank 0's, naming where:
     the ranks would train different problems, or wait forever for one another."""
-    every = launch.gather(strategy, mine)
-    for rank, theirs in enumerate(every[1:], start=1):
-        if isinstance(mine, dict):
-            changed = _differences(every[0], theirs, seed_given, free=())
-            at = f" at {', '.join(changed)}"
-        else:
-            changed, at = theirs != every[0], ""
+    seed_given = local.cfg.training.seed is not None
+    every = launch.gather(strategy, (local.cfg.resolved(), local.dataset.fingerprint))
+    (config_0, data_0), problems = every[0], []
+    for rank, (config, data) in enumerate(every[1:], start=1):
+        changed = _differences(config_0, config, seed_given, free=())
         if changed:
-            raise ConfigError(f"MPI rank {rank}'s {what} differs from rank 0's{at}; every rank "
-                              f"must train the same config on the same data")
+            problems.append(f"MPI rank {rank}'s config differs from rank 0's at "
+                            f"{', '.join(changed)}")
+        elif data != data_0:
+            problems.append(f"MPI rank {rank}'s data fingerprint differs from rank 0's")
+    if problems:
+        raise ConfigError(f"{problems[0]}; every rank must train the same config on the same "
+                          f"data")
 
 
 def _config(config, overrides):
