@@ -35,3 +35,4 @@ REGISTRY = Registry("optimizer", {
     "loss_scale_optimizer": LossScaleOptimizer,
 }, base=Optimizer, functions=False, none=REFUSE)
 get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize
+LossScaleOptimizer.registry = REGISTRY  # its config holds the inner optimizer's

@@ -131,15 +131,18 @@ class LossScaleOptimizer(Optimizer):
         inner = {k[len(_INNER):]: v for k, v in state.items() if k.startswith(_INNER)}
         return super()._checked_state(own) + self.inner_optimizer._checked_state(inner)
 
+    # The optimizers' registry, set by the package (optimizers/__init__.py) that registers
+    # this class: importing it here would make an import circle.
+    registry = None
+
     def get_config(self):
-        from . import serialize  # the registry lives in the package that imports this file
-        return {"name": self.name, "inner_optimizer": serialize(self.inner_optimizer),
+        return {"name": self.name, "inner_optimizer": self.registry.serialize(self.inner_optimizer),
                 "initial_scale": self.initial_scale,
                 "dynamic_growth_steps": self.dynamic_growth_steps}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from . import deserialize
         config = dict(config)
-        config["inner_optimizer"] = deserialize(config["inner_optimizer"], custom_objects)
+        config["inner_optimizer"] = cls.registry.deserialize(config["inner_optimizer"],
+                                                             custom_objects)
         return cls(**config)
