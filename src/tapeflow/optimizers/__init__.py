@@ -33,6 +33,7 @@ REGISTRY = Registry("optimizer", {
     "sgd": SGD, "adam": Adam, "adamw": AdamW, "nadam": Nadam, "rmsprop": RMSprop, "adagrad": Adagrad,
     "newton": Newton, "levenberg_marquardt": LevenbergMarquardt, "adamax": Adamax, "lion": Lion,
     "loss_scale_optimizer": LossScaleOptimizer,
-}, base=Optimizer, functions=False, none=REFUSE)
+}, base=Optimizer, functions=False, none=REFUSE,
+    config_only=(LossScaleOptimizer,))  # it wraps an optimizer: only a config dict builds one
 get, serialize, deserialize = REGISTRY.get, REGISTRY.serialize, REGISTRY.deserialize
 LossScaleOptimizer.registry = REGISTRY  # its config holds the inner optimizer's
