@@ -63,7 +63,8 @@ def layout(path):
         if isinstance(obj, h5py.Dataset):
             datasets[name] = obj.shape
         elif name.split("/")[-1] == "vars":
-            groups[name] = obj.attrs.get("name")
+            value = obj.attrs.get("name")  # fixed-length bytes (tapeflow writes no heap strings)
+            groups[name] = value.decode() if isinstance(value, bytes) else value
     with h5py.File(path, "r") as f:
         f.visititems(visit)
     return datasets, groups

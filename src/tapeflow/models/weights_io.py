@@ -25,6 +25,8 @@ import os
 import re
 import warnings
 
+import numpy as np
+
 from ..saving import format as fmt
 from ..saving.atomic import write_atomically
 from ..saving.damaged import reading
@@ -99,17 +101,34 @@ def save_weights(model, filepath, overwrite=True):
             optimizer = _optimizer_with_state(model)
             if optimizer is not None:
                 group = _new_vars_group(f, "optimizer", optimizer.name)
-                group.attrs["class_name"] = type(optimizer).__name__
+                group.attrs["class_name"] = _fixed(type(optimizer).__name__)
                 for i, (key, value) in enumerate(optimizer.get_state().items()):
                     fmt.create_checked_dataset(group, str(i), value)
-                    group[str(i)].attrs["name"] = key
+                    group[str(i)].attrs["name"] = _fixed(key)
     write_atomically(filepath, write)
 
 
 def _new_vars_group(f, path, name):
     group = f.create_group(f"{path}/vars" if path else "vars")
-    group.attrs["name"] = name  # Keras 3's metadata
+    group.attrs["name"] = _fixed(name)  # Keras 3's metadata
     return group
+
+
+def _fixed(text):
+    """A string attribute as fixed-length bytes: variable-length ones live in the HDF5 global
+    heap, where one damaged byte makes libhdf5 loop or crash on reading (issue 21 item 4)."""
+    return np.bytes_(text.encode("utf-8"))
+
+
+def _text(value):
+    """A string attribute read back, fixed-length (bytes) or variable-length (older files,
+    Keras's): str, or None where it is neither."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return value if isinstance(value, str) else None
 
 
 # --- loading -----------------------------------------------------------------------------------
@@ -180,9 +199,9 @@ def _read_tree(f, model, where):
     state, class_name = None, None
     group = _group_at(f, "optimizer/vars", where)
     if group is not None and len(group):
-        class_name = group.attrs.get("class_name")
+        class_name = _text(group.attrs.get("class_name"))
         values = _numbered(group, "optimizer/vars", where)
-        names = [group[str(i)].attrs.get("name") for i in range(len(values))]
+        names = [_text(group[str(i)].attrs.get("name")) for i in range(len(values))]
         if all(isinstance(n, str) for n in names):
             state = {fmt.check_name(n, f"{where}: optimizer state"): value
                      for n, value in zip(names, values)}
@@ -211,7 +230,11 @@ def _group_at(f, path, where):
 
 def _numbered(group, path, where):
     """The arrays ``0, 1, ...`` of a ``vars`` group, each read with the format's checks."""
-    names = sorted(group.keys(), key=lambda n: (len(n), n))
+    names = list(group.keys())
+    if not all(isinstance(n, str) for n in names):  # h5py gives bytes for a name not UTF-8
+        raise fmt.LoadError(f"{where}: {path} holds an entry whose name is not text; the file "
+                            f"is damaged")
+    names.sort(key=lambda n: (len(n), n))
     if names != [str(i) for i in range(len(names))]:
         raise fmt.LoadError(f"{where}: {path} holds {names[:8]}, not datasets numbered 0, 1, ...")
     return [fmt.read_checked_dataset(group, n, where, f"{path}/{n}") for n in names]
