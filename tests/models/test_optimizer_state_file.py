@@ -36,7 +36,8 @@ def stored(path, group):
     with h5py.File(path, "r") as f:
         if group in f:
             for i, ds in f[group].items():
-                found[ds.attrs.get("name", i)] = ds[()]
+                name = ds.attrs.get("name", i)  # fixed-length bytes in the file
+                found[name.decode() if isinstance(name, bytes) else name] = ds[()]
     return found
 
 

@@ -34,8 +34,8 @@ def test_file_is_hdf5_keyed_by_layer_position(tmp_path):
         assert stored[key].dtype == np.float32
         np.testing.assert_array_equal(stored[key], v.numpy())
     with h5py.File(path, "r") as f:
-        assert f["layers/dense/vars"].attrs["name"] == "hidden"  # Keras 3's metadata
-        assert f["vars"].attrs["name"] == "net"
+        assert f["layers/dense/vars"].attrs["name"] == b"hidden"  # Keras 3's metadata, fixed-length
+        assert f["vars"].attrs["name"] == b"net"
 
 
 def test_default_names_are_keyed_as_a_fresh_process_names_them(tmp_path):
