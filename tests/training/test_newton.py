@@ -134,9 +134,15 @@ def test_subsampled_hessian_in_fit_uses_the_whole_batch_gradient():
     calls = {"n": 0}
     original = opt.minimize
 
-    def counting(loss_fn, var_list, tape=None, hessian_loss=None):
-        calls["n"] += hessian_loss is not None
-        return original(loss_fn, var_list, tape=tape, hessian_loss=hessian_loss)
+    def counting(objective):  # fit hands the step the batch's Objective
+        curvature_loss = objective.curvature_loss
+
+        def counted(size):
+            found = curvature_loss(size)
+            calls["n"] += found is not None
+            return found
+        objective.curvature_loss = counted
+        return original(objective)
     opt.minimize = counting
     model.fit(x, y, batch_size=512, epochs=3, verbose=0)
     assert calls["n"] == 3

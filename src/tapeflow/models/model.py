@@ -1,9 +1,9 @@
 """``Model``: a Layer that trains — compile / fit / evaluate / predict, as Keras.
 
 ``train_step`` is the one place a training step happens, and can be
-overridden as in Keras.  An optimizer that needs the loss as a function (the
-Newton optimizer) gets one built from the batch, with no closure for the user
-to write; ``compile(input_gradient=...)`` adds an input-gradient penalty.
+overridden as in Keras.  An optimizer that needs the loss itself (Newton,
+Levenberg-Marquardt) gets the batch's ``optimizers.Objective``, with no closure for
+the user to write; ``compile(input_gradient=...)`` adds an input-gradient penalty.
 
 As in Keras, ``fit``/``evaluate``/``predict`` run ``train_step``/``test_step``/
 ``predict_step`` traced by ``tf.function`` (``model.train_function`` and
@@ -33,7 +33,6 @@ from .. import replication
 from ..core import nest
 from ..core.context import context
 from ..core.tape import GradientTape
-from ..ops import random as random_ops
 from ..core.tensor import Tensor
 from ..layers.base import Layer
 from ..ops.arithmetic import add_n
@@ -200,38 +199,14 @@ class Model(Layer):
         x, y, sample_weight = _unpack(data)
         if not self.built:
             self(x, training=False)  # build from the first batch, so the variables exist
-        variables = self.trainable_variables
         if getattr(self.optimizer, "needs_loss_fn", False):
-            # The optimizer evaluates the loss several times (curvature, trial steps): every
-            # evaluation replays the same random draws (Dropout masks), and the layers' state
-            # (BatchNormalization's moving statistics) moves once per step, not once per try.
-            seen = {"random": random_ops.snapshot_state()}
-
-            def loss_fn():
-                random_ops.restore_state(seen["random"])
-                loss, y_pred = self._loss_and_prediction(x, y, sample_weight)
-                if "loss" not in seen:
-                    seen.update(loss=loss, y_pred=y_pred, state=[
-                        (v, v._value) for v in self.non_trainable_variables])
-                return loss
-            extra = {}
-            if getattr(self.optimizer, "needs_gauss_newton", False):
-                # the loss as a function of the outputs, for a Gauss-Newton matrix J^T H J
-                extra["gauss_newton"] = self._output_loss(x, y, sample_weight, seen)
-            subset = _hessian_subset(self.optimizer, x)
-            if subset is not None:  # curvature from a random part of the batch
-                def hessian_loss():
-                    return self._loss_and_prediction(
-                        x[subset], None if y is None else y[subset],
-                        None if sample_weight is None else sample_weight[subset])[0]
-                extra["hessian_loss"] = hessian_loss
-            self.optimizer.minimize(loss_fn, variables, **extra)
-            for v, value in seen["state"]:
-                v._replace_value(value)
-            if "loss" not in seen:  # only the outputs were asked for (Levenberg-Marquardt)
-                seen["loss"] = self.compute_loss(x, y, seen["y_pred"], sample_weight)
-            loss, y_pred = seen["loss"], seen["y_pred"]
+            # a second-order step (Newton, Levenberg-Marquardt) evaluates the loss itself, at
+            # several points: the batch's Objective replays its random draws each time
+            objective = optimizers_module.Objective(self, x, y, sample_weight)
+            self.optimizer.minimize(objective)
+            loss, y_pred = objective.finish()
         else:
+            variables = self.trainable_variables
             with GradientTape() as tape:
                 loss, y_pred = self._loss_and_prediction(x, y, sample_weight)
                 scaled_loss = self.optimizer.scale_loss(loss)  # a LossScaleOptimizer's scale
@@ -247,38 +222,6 @@ class Model(Layer):
         if context().trace is not None:
             self._clear_losses()
         return logs
-
-    def _output_loss(self, x, y, sample_weight, seen):
-        """The compiled loss as an ``optimizers.OutputLoss`` of the outputs on this batch,
-        replaying the step's random draws as ``train_step``'s ``loss_fn`` does; refused, with
-        one message, where the Gauss-Newton matrix would not be this loss's."""
-        who = type(self.optimizer).__name__
-        if self.input_gradient is not None:
-            raise ValueError(f"{who} takes Gauss-Newton steps on the loss of the model's "
-                             "outputs; an input-gradient penalty is not one (compile without "
-                             "input_gradient, or use Newton or a first-order optimizer)")
-        optimizers_module.check_supported_loss(self.loss, who)
-
-        def outputs_fn():
-            random_ops.restore_state(seen["random"])
-            y_pred = self(x, training=True)
-            if self.losses:
-                raise ValueError(f"{who} takes Gauss-Newton steps on the compiled loss of the "
-                                 f"outputs; this model adds {len(self.losses)} regularization "
-                                 "loss(es), which it cannot see (remove the regularizers, or "
-                                 "use Newton or a first-order optimizer)")
-            if "y_pred" not in seen:
-                seen.update(y_pred=y_pred, state=[(v, v._value)
-                                                  for v in self.non_trainable_variables])
-            return y_pred
-
-        def loss_of_outputs(y_pred):
-            return self.loss(y, y_pred, sample_weight=sample_weight)
-
-        def outputs_on(start, stop):  # examples start:stop alone (J by chunks of examples)
-            random_ops.restore_state(seen["random"])
-            return self(x[start:stop], training=True)
-        return optimizers_module.OutputLoss(outputs_fn, loss_of_outputs, outputs_on)
 
     def test_step(self, data):
         x, y, sample_weight = _unpack(data)
@@ -361,8 +304,9 @@ class Model(Layer):
     def _runs_eagerly(self, kind):
         if self.run_eagerly or context().functions_run_eagerly:
             return True
-        # Newton accepts or rejects trial steps and adapts its damping from loss values it
-        # reads as numbers: its train step runs eagerly (its test and predict steps trace).
+        # a second-order optimizer (Newton, Levenberg-Marquardt) accepts or rejects trial
+        # steps from loss values it reads as numbers: its train step runs eagerly (its test
+        # and predict steps trace).
         return kind == "train" and getattr(self.optimizer, "needs_loss_fn", False)
 
     # --- loops -----------------------------------------------------------------------------------
@@ -737,15 +681,6 @@ def _as_metric(identifier):
     if isinstance(identifier, str):
         metric.name = identifier
     return metric
-
-
-def _hessian_subset(optimizer, x):
-    """Row indices for a subsampled Hessian, when the optimizer asks for one and the batch is larger."""
-    size = getattr(optimizer, "hessian_batch_size", None)
-    n = x.shape[0] if isinstance(x, Tensor) else None
-    if not size or n is None or n <= size:
-        return None
-    return np.sort(np.random.default_rng(_shuffle_seed()).choice(n, size, replace=False))
 
 
 def _unpack(data):

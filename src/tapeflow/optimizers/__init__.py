@@ -17,12 +17,14 @@ from .lion import Lion
 from .loss_scale_optimizer import LossScaleOptimizer
 from .nadam import Nadam
 from .newton import Newton
+from .objective import Objective
 from .rmsprop import RMSprop
 from .schedules import CosineDecay, ExponentialDecay, LearningRateSchedule, PiecewiseConstantDecay
 from .sgd import SGD
 
 __all__ = [
     "Optimizer", "SGD", "Adam", "AdamW", "Nadam", "Newton", "LevenbergMarquardt", "OutputLoss", "check_supported_loss",
+    "Objective",
     "RMSprop", "Adagrad", "Adamax", "Lion", "LossScaleOptimizer", "schedules", "LearningRateSchedule",
     "ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay", "get", "serialize", "deserialize",
 ]

@@ -22,8 +22,11 @@ back the last good point.  ``damping`` (lambda) and ``nu`` are optimizer state (
 variables ``"damping"`` and ``"damping_factor"``), carried over from step to step and
 batch to batch, and saved with the optimizer.
 
-In ``model.fit`` (``compile(optimizer="levenberg_marquardt", loss=...)``) the loss is the
-compiled loss as a function of the model's outputs ``z``, and the matrix is the
+``minimize(objective)`` takes an ``optimizers.Objective`` (``objective.py``) instead:
+``model.fit`` (``compile(optimizer="levenberg_marquardt", loss=...)``) builds one per batch,
+which replays the batch's random draws at every evaluation and gives the outputs of a chunk
+of examples at a time.  Then the loss is the compiled loss as a function of the model's
+outputs ``z``, and the matrix is the
 generalized Gauss-Newton ``sum_i J_i^T H_i J_i`` (``gauss_newton.py``, shared with
 ``Newton``'s fallback), ``H_i`` the loss's Hessian in example ``i``'s outputs from
 tapeflow's autodiff: for mean squared error ``2 I / (batch * outputs)``, the
@@ -56,6 +59,7 @@ from .gauss_newton import GaussNewtonProducts, OutputLoss
 from .gauss_newton import gauss_newton as gauss_newton_matrix
 from .handover import Handover
 from .newton import DampedStepOptimizer
+from .objective import FunctionObjective
 
 __all__ = ["LevenbergMarquardt"]
 
@@ -153,35 +157,47 @@ class LevenbergMarquardt(DampedStepOptimizer):
         """Nielsen's nu: what lambda is multiplied by on the next rejection."""
         return float(self._factor._value)
 
-    def minimize(self, residual_fn, var_list, tape=None, gauss_newton=None):
-        """One Levenberg-Marquardt step on ``1/2 ||residual_fn()||^2``; returns ``iterations``.
+    def minimize(self, residual_fn, var_list=None, tape=None, gauss_newton=None):
+        """One Levenberg-Marquardt step; returns ``iterations``.
 
+        ``residual_fn`` is an ``optimizers.Objective`` (``model.fit`` passes one per batch:
+        the step is on its compiled loss as a function of the outputs, its J formed a chunk
+        of examples at a time), or a function of no arguments returning the residuals ``r``
+        of the variables in ``var_list``: a step on ``1/2 ||r||^2``.  With a function,
         ``gauss_newton``, an ``OutputLoss``, replaces ``residual_fn`` with a loss of outputs
-        (``model.fit`` passes the batch's compiled loss this way, and its ``loss_fn`` as
-        ``residual_fn``, unused).  ``last_step_info`` has the losses before and after, the
-        damping, the gain ratio, the trials, the solver and the seconds spent forming the
+        (``residual_fn`` is then unused).  ``last_step_info`` has the losses before and after,
+        the damping, the gain ratio, the trials, the solver and the seconds spent forming the
         curvature and solving.
         """
-        problem = gauss_newton
-        if problem is None:
-            if tape is not None or not callable(residual_fn):
-                raise TypeError("LevenbergMarquardt.minimize(residual_fn, var_list): "
-                                "residual_fn must be a function of no arguments returning the "
-                                "residual vector (the step evaluates it again at trial points)")
-            problem = OutputLoss(residual_fn)
-        variables = self._begin(var_list)
+        def function_objective(variables):
+            problem = gauss_newton
+            if problem is None:
+                if tape is not None or not callable(residual_fn):
+                    raise TypeError("LevenbergMarquardt.minimize(residual_fn, var_list): "
+                                    "residual_fn must be a function of no arguments returning "
+                                    "the residual vector (the step evaluates it again at trial "
+                                    "points)")
+                problem = OutputLoss(residual_fn)
+            return FunctionObjective(problem.loss_tensor, variables, output_loss=problem)
+        return self._step(self._objective(residual_fn, var_list, function_objective, tape=tape,
+                                          gauss_newton=gauss_newton))
+
+    def _step(self, objective):
+        problem = objective.output_loss(type(self).__name__)
+        self._begin(objective)
+        variables = objective.variables
         if self.handed_over:
             loss = self._handover.step(self, problem, variables)
             self.last_step_info = {"accepted": True, "loss": loss, "handed_over": True}
             return self._iterations
-        start = [v._value for v in variables]
+        start = objective.values()
         lam, nu = self.damping, self.damping_factor
         system = self._system(problem, variables)
         loss0, g = system.loss, system.gradient
         info = {"accepted": False, "loss": loss0, "trials": 0, "damping": lam,
                 "solver": system.name, "seconds": dict(system.seconds)}
         if not (math.isfinite(loss0) and np.all(np.isfinite(g))):
-            self._restore_last_good(variables)
+            self._restore_last_good(objective)
             self.last_step_info = {**info, "reason": "non-finite loss"}
             self._finish(damping=max(lam, 1e-3) * nu, damping_factor=2 * nu)
             return self._iterations
@@ -199,7 +215,7 @@ class LevenbergMarquardt(DampedStepOptimizer):
             clock = time.perf_counter()
             delta = system.solve(d * lam, g)
             solve_seconds += time.perf_counter() - clock
-            self._set(variables, start, lr * delta)
+            objective.move(start, lr * delta)
             new_loss = problem.loss()
             # the quadratic model's reduction for the step taken, lr * delta, where
             # G delta = g - lam D delta (1/2 delta^T (lam D delta + g) at lr = 1).  Truncated
@@ -212,12 +228,12 @@ class LevenbergMarquardt(DampedStepOptimizer):
                 info.update(accepted=True, new_loss=new_loss, damping=lam, gain=gain)
                 lam *= max(1 / 3, 1 - (2 * gain - 1) ** 3)
                 nu = 2.0
-                self._last_good = [v._value for v in variables]  # its loss is known finite
+                self._last_good = objective.values()  # its loss is known finite
                 break
             lam = min(max(lam, _LAMBDA_FLOOR * unit) * nu, _LAMBDA_CEILING * unit)
             nu *= 2
         else:
-            self._restore(variables, start)
+            objective.restore(start)
             info["reason"] = f"{self.max_rejections + 1} trials did not lower the loss"
         info["seconds"]["solve"] = solve_seconds
         if system.name == "cg":

@@ -25,7 +25,9 @@ with Levenberg-Marquardt damping:
   on one recorded graph) solve the damped system.
 
 The step needs the loss itself, so this optimizer's entry point is
-``minimize(loss_fn, var_list)``; ``model.fit`` builds ``loss_fn`` per batch.  With
+``minimize(objective)``: an ``optimizers.Objective`` (``objective.py``), which ``model.fit``
+builds per batch and which replays the batch's random draws at every evaluation, or
+``minimize(loss_fn, var_list)`` for a function of no arguments.  With
 ``hessian_batch_size``, fit takes the curvature from a random subsample of each batch
 (the gradient still from the whole batch): a subsampled Hessian.
 """
@@ -41,6 +43,7 @@ from ..core.tensor import Tensor
 from ..ops.shape import concat, reshape
 from .base import Optimizer
 from .gauss_newton import gauss_newton as gauss_newton_matrix
+from .objective import FunctionObjective, ObjectiveBase
 
 __all__ = ["Newton", "DampedStepOptimizer"]
 
@@ -49,7 +52,10 @@ class DampedStepOptimizer(Optimizer):
     """What the damped second-order optimizers share (``Newton``, ``LevenbergMarquardt``):
     they run eagerly and read loss values as numbers, take the whole step over all
     variables as one flat vector, put the variables back on a rejected step or a
-    non-finite loss, and keep their damping as float64 optimizer state."""
+    non-finite loss, and keep their damping as float64 optimizer state.
+
+    ``needs_loss_fn``: ``model.fit`` hands them the batch's ``Objective``
+    (``minimize(objective)``), not gradients, and runs their train step eagerly."""
 
     needs_loss_fn = True
 
@@ -66,8 +72,24 @@ class DampedStepOptimizer(Optimizer):
         raise TypeError(f"{type(self).__name__} needs the loss, not just its gradient: call "
                         "optimizer.minimize(loss_fn, var_list) (model.fit does this for you)")
 
-    def _begin(self, var_list):
-        """The variables of ``var_list`` (a list or a function returning one), built."""
+    def _objective(self, loss, var_list, make, **extras):
+        """``loss`` itself where it is an objective (the entry point ``minimize(objective)``;
+        it brings its variables, so no ``var_list`` or extra argument goes with it), else
+        ``make(variables)`` of the function form ``minimize(loss_fn, var_list)``."""
+        name = type(self).__name__
+        if isinstance(loss, ObjectiveBase):
+            given = sorted(k for k, v in dict(extras, var_list=var_list).items() if v is not None)
+            if given:
+                raise TypeError(f"{name}.minimize(objective) takes the objective alone (it "
+                                f"brings its variables and data); got {', '.join(given)} too")
+            return loss
+        if var_list is None:
+            raise TypeError(f"{name}.minimize(loss_fn, var_list): var_list is missing (or pass "
+                            "an optimizers.Objective)")
+        return make(list(var_list() if callable(var_list) else var_list))
+
+    def _begin(self, objective):
+        """Refuse a traced step; build the slots of ``objective``'s variables."""
         name = type(self).__name__
         if context().trace is not None:
             raise RuntimeError(
@@ -75,31 +97,13 @@ class DampedStepOptimizer(Optimizer):
                 "damping from loss values it reads as numbers, which a traced graph cannot do. "
                 f"Call optimizer.minimize outside tf.function (model.fit with {name} already "
                 "runs its steps eagerly).")
-        variables = list(var_list() if callable(var_list) else var_list)
-        if not variables:
+        if not objective.variables:
             raise ValueError(f"{name}.minimize: no variables to optimize")
-        self.build([v for v in variables if v._id not in self._keys])
-        return variables
+        self.build([v for v in objective.variables if v._id not in self._keys])
 
-    @staticmethod
-    def _set(variables, start, flat_step):
-        """Each variable to its ``start`` value minus its part of ``flat_step`` (float64)."""
-        offset = 0
-        for v, value in zip(variables, start):
-            size = int(value.size)
-            part = flat_step[offset:offset + size].reshape(value.shape)
-            xp = backend.array_module(value)
-            v._replace_value(value - xp.asarray(part, dtype=value.dtype))
-            offset += size
-
-    @staticmethod
-    def _restore(variables, values):
-        for v, value in zip(variables, values):
-            v._replace_value(value)
-
-    def _restore_last_good(self, variables):
-        if self._last_good is not None and len(self._last_good) == len(variables):
-            self._restore(variables, self._last_good)
+    def _restore_last_good(self, objective):
+        if self._last_good is not None and len(self._last_good) == len(objective.variables):
+            objective.restore(self._last_good)
 
     def _finish(self, **state):
         """Store the float64 state variables ``state`` names and count the step."""
@@ -142,47 +146,66 @@ class Newton(DampedStepOptimizer):
 
     @property
     def needs_gauss_newton(self):
-        """Whether ``fit`` should pass the loss as an ``OutputLoss`` (``gauss_newton=``)."""
+        """Whether the step may take its matrix from the loss of the outputs
+        (``objective.output_loss``): the compiled loss must be one Gauss-Newton supports."""
         return self.gauss_newton_fallback
 
     @property
     def damping(self):
         return float(self._damping._value)
 
-    def minimize(self, loss, var_list, tape=None, hessian_loss=None, gauss_newton=None):
-        """One damped Newton step on ``loss()`` (a function of no arguments); returns
-        ``iterations``, as every optimizer's ``minimize`` does (the loss before and after the
-        step, the damping and the tries are in ``last_step_info``).
+    def minimize(self, loss, var_list=None, tape=None, hessian_loss=None, gauss_newton=None):
+        """One damped Newton step; returns ``iterations``, as every optimizer's ``minimize``
+        does (the loss before and after the step, the damping and the tries are in
+        ``last_step_info``).
+
+        ``loss`` is an ``optimizers.Objective`` (``model.fit`` passes one per batch: it takes
+        the curvature from a subsample of ``hessian_batch_size`` rows, and the Gauss-Newton
+        fallback's outputs from the model), or a function of no arguments over ``var_list``.
+        With a function:
 
         ``hessian_loss``, if given, is the same loss on a subsample of the data: the gradient
         comes from ``loss`` and the curvature from ``hessian_loss`` (a subsampled Hessian,
-        much cheaper on a large batch; ``fit`` passes one when ``hessian_batch_size`` is set).
+        much cheaper on a large batch).
 
         ``gauss_newton``, an ``OutputLoss`` of the same loss, is what the
         ``gauss_newton_fallback`` takes its positive semi-definite matrix from.
         """
-        if tape is not None or not callable(loss):
-            raise TypeError("Newton.minimize(loss_fn, var_list): loss_fn must be a function of "
-                            "no arguments (the step evaluates it again to accept or reject)")
-        if self.gauss_newton_fallback and gauss_newton is None:
-            raise ValueError("Newton(gauss_newton_fallback=True).minimize needs the loss as a "
-                             "function of outputs too: gauss_newton=OutputLoss(outputs_fn, "
-                             "loss_of_outputs) (model.fit passes one)")
-        variables = self._begin(var_list)
-        start = [v._value for v in variables]
+        if not isinstance(loss, ObjectiveBase):
+            if tape is not None or not callable(loss):
+                raise TypeError("Newton.minimize(loss_fn, var_list): loss_fn must be a function "
+                                "of no arguments (the step evaluates it again to accept or "
+                                "reject)")
+            if self.gauss_newton_fallback and gauss_newton is None:
+                raise ValueError("Newton(gauss_newton_fallback=True).minimize needs the loss as "
+                                 "a function of outputs too: gauss_newton=OutputLoss(outputs_fn, "
+                                 "loss_of_outputs) (model.fit passes one)")
+        objective = self._objective(
+            loss, var_list, lambda variables: FunctionObjective(loss, variables, hessian_loss,
+                                                                gauss_newton),
+            tape=tape, hessian_loss=hessian_loss, gauss_newton=gauss_newton)
+        return self._step(objective)
+
+    def _step(self, objective):
+        gauss_newton = objective.output_loss(type(self).__name__) if self.gauss_newton_fallback \
+            else None
+        hessian_loss = objective.curvature_loss(self.hessian_batch_size)
+        self._begin(objective)
+        variables = objective.variables
+        start = objective.values()
         n = sum(int(v._value.size) for v in variables)
         matrix_free = n > self.matrix_free_above
 
         if hessian_loss is not None:
             with GradientTape(watch_accessed_variables=False) as tape:
                 tape.watch(variables)
-                loss0 = loss()
+                loss0 = objective.loss()
             full_grad = flatten(tape.gradient(loss0, variables, unconnected_gradients="zero"))
         with GradientTape(persistent=matrix_free, watch_accessed_variables=False) as outer:
             outer.watch(variables)
             with GradientTape(watch_accessed_variables=False) as inner:
                 inner.watch(variables)
-                curvature_loss = loss() if hessian_loss is None else hessian_loss()
+                curvature_loss = objective.loss() if hessian_loss is None else hessian_loss()
             flat_grad = flatten(inner.gradient(curvature_loss, variables,
                                                unconnected_gradients="zero"))
         if hessian_loss is None:
@@ -190,7 +213,7 @@ class Newton(DampedStepOptimizer):
         l0 = float(loss0)
         lam = self.damping
         if not math.isfinite(l0):
-            self._restore_last_good(variables)
+            self._restore_last_good(objective)
             self._finish(damping=min(max(lam, 1e-3) * self.damping_increase, self.max_damping))
             self.last_step_info = {"accepted": False, "reason": "non-finite loss", "loss": l0}
             return self._iterations
@@ -235,8 +258,8 @@ class Newton(DampedStepOptimizer):
                 lam = min(max(lam, 1e-8) * grow, self.max_damping)
                 continue
             step = step * lr
-            self._set(variables, start, step)
-            trial = float(loss())
+            objective.move(start, step)
+            trial = float(objective.loss())
             # the reduction the quadratic model predicts for this step
             predicted = float(g @ step) - 0.5 * float(step @ (h_step * lr))
             if math.isfinite(trial) and trial < l0:
@@ -249,7 +272,7 @@ class Newton(DampedStepOptimizer):
             lam = min(max(lam, 1e-8) * grow, self.max_damping)
             grow *= 2
         else:
-            self._restore(variables, start)
+            objective.restore(start)
             info["reason"] = "no damping lowered the loss"
         self.last_step_info = info
         self._finish(damping=lam)
