@@ -70,6 +70,7 @@ class DampedStepOptimizer(Optimizer):
 
     def apply_gradients(self, grads_and_vars):
         raise TypeError(f"{type(self).__name__} needs the loss, not just its gradient: call "
+                        "optimizer.minimize(optimizers.Objective(model, x, y)) or "
                         "optimizer.minimize(loss_fn, var_list) (model.fit does this for you)")
 
     def _objective(self, loss, var_list, make, **extras):
