@@ -2,7 +2,7 @@
 import pytest
 
 from tapeflow.training.build import build_model
-from tapeflow.training.config import load_config, parse_config, parse_override
+from tapeflow.training.run_config import load_config, parse_config, parse_override
 from tapeflow.training.data import load_data
 from tapeflow.training.errors import ConfigError
 

@@ -47,7 +47,7 @@ from . import checkpoint as ckpt_io
 from . import loop_state
 from . import preemption
 from .build import build_model
-from .config import RunConfig, dump_yaml, load_config, parse_config
+from .run_config import RunConfig, dump_yaml, load_config, parse_config
 from .data import load_data
 from .errors import CheckpointError, ConfigError, Preempted, TrainingError, UserError
 
