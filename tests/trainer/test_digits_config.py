@@ -11,7 +11,7 @@ import yaml
 
 import tapeflow
 from tapeflow.training.run_config import parse_config
-from tapeflow.training.data import load_data
+from tapeflow.training.data_sources import load_data
 from tapeflow.training.errors import ConfigError
 
 from .helpers import CONFIGS, cli

@@ -18,7 +18,7 @@ from ..saving.keras_saving import load_model
 from .build import loss_from_config, metrics_from_config
 from .checkpoint import run_directory_holding
 from .run_config import RunConfig, dump_yaml
-from .data import csv_columns, load_data, read_csv_rows
+from .data_sources import csv_columns, load_data, read_csv_rows
 from .errors import CheckpointError, DataError, UserError
 
 __all__ = ["load_checkpoint_model", "evaluate_checkpoint", "predict_csv", "describe_checkpoint"]

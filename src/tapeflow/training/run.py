@@ -48,7 +48,7 @@ from . import loop_state
 from . import preemption
 from .build import build_model
 from .run_config import RunConfig, dump_yaml, load_config, parse_config
-from .data import load_data
+from .data_sources import load_data
 from .errors import CheckpointError, ConfigError, Preempted, TrainingError, UserError
 
 __all__ = ["train", "Run", "check_device"]
