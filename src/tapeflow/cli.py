@@ -26,7 +26,7 @@ WRITE_FAILED = 1
 
 
 def _cmd_train(args):
-    from .training.config import dump_yaml, load_config
+    from .training.run_config import dump_yaml, load_config
     from .training.errors import Preempted
     from .training.preemption import PREEMPTED_STATUS
     from .training.run import train

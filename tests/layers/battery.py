@@ -34,7 +34,7 @@ from typing import Callable, Optional
 import numpy as np
 
 import tapeflow as tf
-from tests.training.differences import central_differences
+from tests.training_methods.differences import central_differences
 
 __all__ = ["LayerCase", "run_layer_test", "CHECKS"]
 

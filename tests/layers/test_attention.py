@@ -9,7 +9,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.keras import layers
-from tests.training.differences import central_differences
+from tests.training_methods.differences import central_differences
 
 RNG = np.random.default_rng(0)
 

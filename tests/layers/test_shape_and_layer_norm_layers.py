@@ -7,7 +7,7 @@ import tapeflow as tf
 from tapeflow.layers.normalization import LayerNormalization
 from tapeflow.layers.reshaping import Permute, RepeatVector, Reshape
 
-from tests.training.differences import assert_gradients_match_differences
+from tests.training_methods.differences import assert_gradients_match_differences
 
 X = np.random.default_rng(0).normal(size=(4, 3, 5))
 

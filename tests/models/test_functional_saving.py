@@ -10,7 +10,7 @@ import tapeflow as tf
 from tapeflow.models.functional import Functional
 from tapeflow.saving import format as fmt
 from tapeflow.training.checkpoint import read_checkpoint, restore_model, write_checkpoint
-from tapeflow.training.config import RunConfig
+from tapeflow.training.run_config import RunConfig
 
 L = tf.keras.layers
 

@@ -5,7 +5,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.layers.merging import Concatenate
-from tapeflow.models import data as data_module
+from tapeflow.models import batching as data_module
 
 L = tf.keras.layers
 

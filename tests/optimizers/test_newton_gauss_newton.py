@@ -4,7 +4,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.optimizers.gauss_newton import OutputLoss, gauss_newton
-from tests.training.housing import housing_split
+from tests.training_methods.housing import housing_split
 
 
 def _indefinite_problem():

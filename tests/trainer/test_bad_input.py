@@ -282,8 +282,8 @@ def test_resume_with_a_checkpoint_of_another_architecture(trained, tmp_path):
 def test_restore_model_of_another_architecture_raises_checkpoint_error(trained, tmp_path):
     from tapeflow.training.build import build_model
     from tapeflow.training.checkpoint import read_checkpoint, restore_model
-    from tapeflow.training.config import parse_config
-    from tapeflow.training.data import load_data
+    from tapeflow.training.run_config import parse_config
+    from tapeflow.training.data_sources import load_data
     from tapeflow.training.errors import CheckpointError
 
     ckpt = read_checkpoint(trained.run / "checkpoints" / "epoch-0004.h5")

@@ -2,8 +2,8 @@
 import pytest
 
 from tapeflow.training.build import build_model
-from tapeflow.training.config import load_config, parse_config, parse_override
-from tapeflow.training.data import load_data
+from tapeflow.training.run_config import load_config, parse_config, parse_override
+from tapeflow.training.data_sources import load_data
 from tapeflow.training.errors import ConfigError
 
 from .helpers import CONFIGS, small_config

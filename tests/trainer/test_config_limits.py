@@ -3,7 +3,7 @@ ConfigError naming the file, the line or the key, never a hang, a memory blow-up
 import pytest
 import yaml
 
-from tapeflow.training.config import load_config, parse_config
+from tapeflow.training.run_config import load_config, parse_config
 from tapeflow.training.errors import ConfigError
 from tapeflow.training.safe_yaml import MAX_BYTES
 

@@ -8,8 +8,8 @@ from pydantic import TypeAdapter, ValidationError
 from sklearn.datasets import fetch_california_housing
 from sklearn.model_selection import train_test_split
 
-from tapeflow.training import data as data_module
-from tapeflow.training.data import DataConfig, load_data
+from tapeflow.training import data_sources as data_module
+from tapeflow.training.data_sources import DataConfig, load_data
 from tapeflow.training.errors import DataError
 from tapeflow.training.section import Section
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 import tapeflow
-from tapeflow.training.config import parse_config
-from tapeflow.training.data import load_data
+from tapeflow.training.run_config import parse_config
+from tapeflow.training.data_sources import load_data
 from tapeflow.training.errors import ConfigError
 
 from .helpers import CONFIGS, cli

@@ -16,7 +16,7 @@ import pytest
 
 from tapeflow.training import checkpoint as ckpt_io
 from tapeflow.training import run as run_module
-from tapeflow.training.config import parse_config
+from tapeflow.training.run_config import parse_config
 from tapeflow.training.errors import ConfigError, Preempted
 from tapeflow.training.run import train
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from tapeflow.cli import main
-from tapeflow.training.config import ConfigError
+from tapeflow.training.run_config import ConfigError
 from tapeflow.training.sweep import parse_grid, plan_sweep
 
 from .helpers import assert_user_error, cli, small_config, write_config

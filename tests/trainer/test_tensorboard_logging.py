@@ -4,7 +4,7 @@ import os
 import numpy as np
 import pytest
 
-from tapeflow.training.config import parse_config
+from tapeflow.training.run_config import parse_config
 from tapeflow.training.run import train
 
 from .helpers import small_config

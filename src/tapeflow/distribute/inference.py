@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 from ..core import nest
-from ..models import data as data_module
+from ..models import batching as data_module
 from ..models import feeds
 from ..models.model import _as_returned
 from .mpi import host_array

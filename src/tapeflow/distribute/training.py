@@ -24,7 +24,7 @@ from ..core.context import PER_THREAD, context
 from ..core.dispatch import apply
 from ..core.registry import NotDifferentiable, def_primitive
 from ..core.tensor import convert_to_tensor
-from ..models import data as data_module
+from ..models import batching as data_module
 from ..ops.creation import ones_like
 from ..ops.shape import cast, concat, reshape
 from ..tracing.function import function

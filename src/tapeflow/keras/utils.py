@@ -5,7 +5,7 @@ from ..data.timeseries import timeseries_dataset_from_array
 from ..layers.base import clear_session
 from ..models.py_dataset import PyDataset, Sequence
 from ..ops.random import set_seed as set_random_seed
-from ..preprocessing import pad_sequences, to_categorical
+from ..array_utils import pad_sequences, to_categorical
 from ..serialization import CustomObjectScope, custom_object_scope
 from ..serialization import get_registered_name, get_registered_object
 from ..serialization import register_serializable as register_keras_serializable

@@ -1,7 +1,7 @@
 """Where fit / evaluate / predict take their batches from: arrays, a ``tf.data.Dataset``, a
 ``PyDataset`` or a Python generator.
 
-An ``ArrayFeed`` batches arrays (``models.data``): shuffled each epoch from the
+An ``ArrayFeed`` batches arrays (``models.batching``): shuffled each epoch from the
 random state, a short last batch.  A ``DatasetFeed`` reads the batches a
 Dataset yields, as Keras does: each element is ``x``, ``(x,)``, ``(x, y)`` or
 ``(x, y, sample_weight)``; float features become the model's dtype; an epoch
@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import nest
 from ..core.tensor import Tensor
-from . import data as data_module
+from . import batching as data_module
 from .py_dataset import PyDataset
 
 __all__ = ["is_dataset", "is_batch_source", "is_one_shot", "batch_source_feed",

@@ -39,7 +39,7 @@ from ..ops.arithmetic import add_n
 from ..ops.reduce import reduce_sum
 from ..ops.shape import concat
 from ..tracing.function import function
-from . import data as data_module
+from . import batching as data_module
 from . import feeds
 from . import multi_output
 from . import weights_io

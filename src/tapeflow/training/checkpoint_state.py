@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .config import RunConfig
+from .run_config import RunConfig
 from .errors import CheckpointError
 
 __all__ = ["encode", "decode", "check"]

@@ -17,8 +17,8 @@ from ..saving.atomic import write_text_atomically
 from ..saving.keras_saving import load_model
 from .build import loss_from_config, metrics_from_config
 from .checkpoint import run_directory_holding
-from .config import RunConfig, dump_yaml
-from .data import csv_columns, load_data, read_csv_rows
+from .run_config import RunConfig, dump_yaml
+from .data_sources import csv_columns, load_data, read_csv_rows
 from .errors import CheckpointError, DataError, UserError
 
 __all__ = ["load_checkpoint_model", "evaluate_checkpoint", "predict_csv", "describe_checkpoint"]

@@ -47,8 +47,8 @@ from . import checkpoint as ckpt_io
 from . import loop_state
 from . import preemption
 from .build import build_model
-from .config import RunConfig, dump_yaml, load_config, parse_config
-from .data import load_data
+from .run_config import RunConfig, dump_yaml, load_config, parse_config
+from .data_sources import load_data
 from .errors import CheckpointError, ConfigError, Preempted, TrainingError, UserError
 
 __all__ = ["train", "Run", "check_device"]

@@ -25,7 +25,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from .config import ConfigError, load_config, parse_override
+from .run_config import ConfigError, load_config, parse_override
 from .errors import UserError
 
 __all__ = ["parse_grid", "plan_sweep", "sweep", "SweepRun"]

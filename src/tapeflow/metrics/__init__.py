@@ -2,9 +2,9 @@
 
 ``update_state`` folds a batch into the state, ``result`` reads the statistic,
 ``reset_state`` zeroes it.  How updates run eagerly and in a traced step (the
-same array code, as ops there): ``tapeflow.metrics_base``.  The metrics are here
-and in their family files, ``metrics_confusion`` (Precision, Recall, AUC) and
-``metrics_regression`` (R2Score), which import from ``metrics_base`` only.
+same array code, as ops there): ``metrics.base``.  The metrics are here and in
+their family files, ``metrics.confusion`` (Precision, Recall, AUC) and
+``metrics.regression`` (R2Score), which import from ``metrics.base`` only.
 
 Names: ``get`` takes Keras's names ("mse", "mean_squared_error", "MeanSquaredError":
 a new instance), ``Metric`` objects and classes, config dicts, and functions (and
@@ -12,17 +12,17 @@ loss functions' names), wrapped in ``MeanMetricWrapper``, by the rules of
 ``tapeflow.serialization``; None gives None.  "accuracy" given the data's shapes is
 ``match_accuracy``.  ``register_metric`` makes a user's metric loadable by name.
 """
-from . import backend, losses
-from .core.tensor import Tensor
-from .metrics_base import (  # noqa: F401 - batch_size_tensor and _traced_sums: used by callers
+from .. import backend, losses
+from ..core.tensor import Tensor
+from ..ops.elementwise import sqrt
+from ..ops.sorting import _in_top_k_forward
+from ..serialization import Registry, snake_case
+from .base import (  # noqa: F401 - batch_size_tensor and _traced_sums: used by callers
     Mean, Metric, Sum, _array, _match_rank, _shape, _tensor, _traced_sums, _traced_values, _tracing,
     batch_size_tensor,
 )
-from .metrics_confusion import AUC, Precision, Recall
-from .metrics_regression import R2Score
-from .ops.elementwise import sqrt
-from .ops.sorting import _in_top_k_forward
-from .serialization import Registry, snake_case
+from .confusion import AUC, Precision, Recall
+from .regression import R2Score
 
 __all__ = [
     "Metric", "Mean", "Sum", "MeanMetricWrapper", "MeanSquaredError", "RootMeanSquaredError",

@@ -21,14 +21,14 @@ and the eager updates compute the same numbers.
 """
 import numpy as np
 
-from . import backend
-from .core.context import context
-from .core.dispatch import apply
-from .core.registry import NotDifferentiable, def_primitive
-from .core.tensor import Tensor, Variable, convert_to_tensor
-from .dtypes import as_dtype, numpy_dtype
-from .ops.shape import where
-from .serialization import snake_case
+from .. import backend
+from ..core.context import context
+from ..core.dispatch import apply
+from ..core.registry import NotDifferentiable, def_primitive
+from ..core.tensor import Tensor, Variable, convert_to_tensor
+from ..dtypes import as_dtype, numpy_dtype
+from ..ops.shape import where
+from ..serialization import snake_case
 
 __all__ = ["Metric", "Mean", "Sum", "batch_size_tensor", "array_function", "accumulate",
            "scalar_zero",

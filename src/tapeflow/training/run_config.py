@@ -19,7 +19,7 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import Field, ValidationError
 
-from .data import DataConfig
+from .data_sources import DataConfig
 from .errors import ConfigError
 from .safe_yaml import MAX_DEPTH, dump_yaml, load_yaml, read_yaml
 from .section import Section

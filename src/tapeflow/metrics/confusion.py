@@ -4,7 +4,7 @@ A batch adds its weighted true/false positive/negative counts at each threshold
 (``_confusion_counts``, an array function: a prediction is positive at threshold t
 when it is strictly greater than t; a label is positive when it is non-zero) to the
 state Variables; ``result`` reads them (``_precision``, ``_recall``, ``_auc``).  Both
-go through ``metrics_base.array_function``: eagerly on the arrays, in a traced step
+go through ``metrics.base.array_function``: eagerly on the arrays, in a traced step
 as one op each, so ``compile(metrics=[tf.keras.metrics.AUC()])`` works in a traced
 ``fit`` and gives the eager numbers.
 
@@ -14,8 +14,8 @@ from the top, instead of comparing every prediction with every threshold.
 """
 import numpy as np
 
-from . import backend
-from .metrics_base import Metric, _shape, accumulate, array_function, scalar_zero
+from .. import backend
+from .base import Metric, _shape, accumulate, array_function, scalar_zero
 
 __all__ = ["Precision", "Recall", "AUC"]
 

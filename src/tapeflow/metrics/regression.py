@@ -10,14 +10,14 @@ per column, aggregated as sklearn's ``multioutput`` ("uniform_average",
 ``num_regressors`` with n = the number of elements seen (Keras counts elements,
 not rows).  A column whose targets are all equal scores 0 where the ratio is
 infinite, as Keras's.  Updates and result are array functions
-(``metrics_base.array_function``): eager on the arrays, one op each in a traced step.
+(``metrics.base.array_function``): eager on the arrays, one op each in a traced step.
 """
 import warnings
 
 import numpy as np
 
-from . import backend
-from .metrics_base import Metric, _shape, accumulate, array_function, scalar_zero
+from .. import backend
+from .base import Metric, _shape, accumulate, array_function, scalar_zero
 
 __all__ = ["R2Score"]
 
