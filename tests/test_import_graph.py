@@ -22,8 +22,6 @@ KNOWN_CIRCLES = [
     ["tapeflow.models", "tapeflow.models.functional", "tapeflow.models.model",
      "tapeflow.models.sequential", "tapeflow.models.weights_io", "tapeflow.models.weights_legacy",
      "tapeflow.models.weights_tree", "tapeflow.saving.keras_saving"],
-    ["tapeflow.layers.base", "tapeflow.layers.symbolic", "tapeflow.layers.tf_op_layer"],
-    ["tapeflow.saving.checkpoint", "tapeflow.saving.checkpoint_management"],
 ]
 
 SOURCE = pathlib.Path(__file__).resolve().parents[1] / "src" / "tapeflow"

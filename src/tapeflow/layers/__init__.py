@@ -11,6 +11,7 @@ from .preprocessing import Normalization, Rescaling, UnitNormalization  # noqa: 
 from .activation import ELU, Identity, LeakyReLU, PReLU, ReLU, Softmax  # noqa: F401
 from .attention import Attention, MultiHeadAttention  # noqa: F401
 from .lambda_layer import Lambda  # noqa: F401
+from .tf_op_layer import TFOpLambda  # noqa: F401 - installs the recording of ops on KerasTensors
 from .reshaping import Permute, RepeatVector, Reshape  # noqa: F401
 from .embedding import Embedding, Masking  # noqa: F401
 from .recurrent import GRU, LSTM, RNN, Bidirectional, SimpleRNN  # noqa: F401

@@ -38,11 +38,20 @@ _NOT_DATA = ("{what} is a symbolic tensor of the functional API ({tensor}): it h
              "tf.keras.Model(inputs, outputs) and call the model on data.")
 
 
+# How an operator or a public function applied to a KerasTensor is recorded: as a call of a
+# TFOpLambda layer, which ``layers.tf_op_layer`` installs here when it is imported (its layer
+# class is built on ``layers.base``, which imports this module, so this module cannot import it).
+_RECORDERS = {}
+
+
+def install_recorders(call_operator, call_function):
+    """Record ``x + y`` with ``call_operator(name, operands)`` and ``tf.concat([x, y], -1)`` with
+    ``call_function(name, function, args, kwargs)``."""
+    _RECORDERS["operator"], _RECORDERS["function"] = call_operator, call_function
+
+
 def _recorded(name, operands):
-    # imported here: layers.tf_op_layer's layer class is built on layers.base, which imports
-    # this module
-    from .tf_op_layer import call_operator_on_symbols
-    return call_operator_on_symbols(name, operands)
+    return _RECORDERS["operator"](name, operands)
 
 
 def _operator(name):
@@ -122,8 +131,7 @@ class KerasTensor(Symbolic):
     @classmethod
     def _call_function(cls, name, function, args, kwargs):
         """A public tapeflow function called on KerasTensors (``core.symbolic_dispatch``)."""
-        from .tf_op_layer import call_function_on_symbols  # as in _recorded
-        return call_function_on_symbols(name, function, args, kwargs)
+        return _RECORDERS["function"](name, function, args, kwargs)
 
 
 class Node:

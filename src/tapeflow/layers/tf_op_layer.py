@@ -18,7 +18,7 @@ import operator
 
 from ..core.symbolic_dispatch import symbolic_function
 from .base import Layer, _unique_name
-from .symbolic import call_on_symbols, holds_keras_tensor
+from .symbolic import call_on_symbols, holds_keras_tensor, install_recorders
 
 __all__ = ["TFOpLambda", "call_function_on_symbols", "call_operator_on_symbols"]
 
@@ -86,3 +86,6 @@ def call_function_on_symbols(name, function, args, kwargs):
 def call_operator_on_symbols(name, operands):
     """``operator.<name>(*operands)`` on a KerasTensor: a new TFOpLambda layer's call."""
     return TFOpLambda(OPERATOR_PREFIX + name)(*operands)
+
+
+install_recorders(call_operator_on_symbols, call_function_on_symbols)

@@ -22,20 +22,15 @@ import numpy as np
 from ..core.tensor import Variable
 from ..dtypes import numpy_dtype
 from . import format as fmt
+from .checkpoint_directory import checkpoint_file, record_checkpoint
 from .format import LoadError
 from .object_graph import is_tracked_object, tracked_attributes
 
-__all__ = ["Checkpoint", "CheckpointLoadStatus", "checkpoint_file"]
+__all__ = ["Checkpoint", "CheckpointLoadStatus"]
 
 VARIABLE_SUFFIX = ".ATTRIBUTES/VARIABLE_VALUE"
 CHECKPOINT_VERSION = 1
 _KEY = re.compile(r"[^\x00-\x1f\x7f]{1,1024}")
-
-
-def checkpoint_file(prefix):
-    """The file of the checkpoint at ``prefix`` (``ckpt-3`` is ``ckpt-3.h5``)."""
-    prefix = os.fspath(prefix)
-    return prefix if prefix.endswith(".h5") else prefix + ".h5"
 
 
 def _escape(name):
@@ -147,7 +142,6 @@ class Checkpoint:
     def save(self, file_prefix, options=None):
         """Count a save, write ``<file_prefix>-<count>`` and record it as the directory's
         latest checkpoint (``tf.train.latest_checkpoint``); the path written."""
-        from .checkpoint_management import record_checkpoint
         self.save_counter.assign_add(1)
         path = self.write(f"{os.fspath(file_prefix)}-{int(self.save_counter.numpy())}")
         record_checkpoint(os.path.dirname(os.path.abspath(path)), path)

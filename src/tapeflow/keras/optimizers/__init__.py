@@ -6,14 +6,15 @@ Written out rather than ``import *``: a * import would bind ``schedules`` to
 """
 from ...optimizers import (
     SGD, Adagrad, Adam, Adamax, AdamW, CosineDecay, ExponentialDecay, LearningRateSchedule,
-    LevenbergMarquardt, Lion, LossScaleOptimizer, Nadam, Newton, Optimizer, OutputLoss, PiecewiseConstantDecay,
-    RMSprop, check_supported_loss, deserialize, get, serialize,
+    LevenbergMarquardt, Lion, LossScaleOptimizer, Nadam, Newton, Objective, Optimizer, OutputLoss,
+    PiecewiseConstantDecay, RMSprop, check_supported_loss, deserialize, get, serialize,
 )
 from . import schedules
 
 __all__ = [
     "Optimizer", "SGD", "Adam", "AdamW", "Nadam", "RMSprop", "Adagrad", "Adamax", "Lion",
-    "LossScaleOptimizer", "Newton", "LevenbergMarquardt", "OutputLoss", "check_supported_loss", "schedules",
+    "LossScaleOptimizer", "Newton", "LevenbergMarquardt", "Objective", "OutputLoss",
+    "check_supported_loss", "schedules",
     "LearningRateSchedule", "ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay", "get",
     "serialize", "deserialize",
 ]
