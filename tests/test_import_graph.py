@@ -11,18 +11,6 @@ import ast
 import functools
 import pathlib
 
-import pytest
-
-# Circles still being broken up (issue 20): each is reported as an expected failure until it is
-# gone; any other circle fails the test.
-KNOWN_CIRCLES = [
-    # Model.__new__/from_config -> Functional -> Model; Functional/Sequential.from_config each
-    # name the other (layer_classes); weights_tree isinstance-checks both; Model.save ->
-    # keras_saving -> models (the loader, another helper's file)
-    ["tapeflow.models", "tapeflow.models.functional", "tapeflow.models.model",
-     "tapeflow.models.sequential", "tapeflow.models.weights_io", "tapeflow.models.weights_legacy",
-     "tapeflow.models.weights_tree", "tapeflow.saving.keras_saving"],
-]
 
 SOURCE = pathlib.Path(__file__).resolve().parents[1] / "src" / "tapeflow"
 ROOT = "tapeflow"
@@ -180,17 +168,4 @@ def test_import_graph_has_no_circle():
     found = cycles(graph)
     described = ["\n  " + " -> ".join(_shortest_loop(graph, c)) + f"  ({len(c)} modules: "
                  + ", ".join(c) + ")" for c in found]
-    unknown = [d for c, d in zip(found, described) if c not in KNOWN_CIRCLES]
-    assert not unknown, "import circles in src/tapeflow:" + "".join(unknown)
-    if found:
-        pytest.xfail("known import circles remain:" + "".join(described))
-
-
-def test_models_and_callbacks_import_nothing_from_distribute():
-    graph = import_graph()
-    reaching = sorted(f"{module} -> {target}" for module, targets in graph.items()
-                      for target in targets
-                      if module.startswith(("tapeflow.models", "tapeflow.callbacks"))
-                      and target.startswith("tapeflow.distribute"))
-    assert not reaching, \
-        "models/ and callbacks/ reach into distribute/:\n  " + "\n  ".join(reaching)
+    assert not found, "import circles in src/tapeflow:" + "".join(described)

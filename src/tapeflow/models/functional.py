@@ -27,17 +27,18 @@ from ..core import nest
 from ..core.tensor import Tensor, convert_to_tensor
 from ..layers.core import InputLayer
 from ..layers.symbolic import KerasTensor, keras_tensors
-from ..layers.tf_op_layer import TFOpLambda
 from ..ops.shape import cast
 from ..serialization import deserialize, serialize
 from .call_arguments import SPECIAL, decoded_argument, encode_argument
+from . import model_classes
 from .model import Model
 
-__all__ = ["Functional", "layer_classes", "replay_config"]
+__all__ = ["Functional", "replay_config"]
 
 _TENSOR = "__keras_tensor__"
 
 
+@model_classes.register
 class Functional(Model):
     """A model whose call is a graph of layer calls, from ``Input``s to outputs."""
 
@@ -204,7 +205,7 @@ class Functional(Model):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        known = layer_classes()
+        known = model_classes.layer_classes()
 
         def make_layer(entry):
             layer = deserialize({"class_name": entry.get("class_name"),
@@ -256,16 +257,6 @@ def replay_config(config, make_layer, call_function=_call_layer):
                          "that its layers do not make")
     return inputs, outputs
 
-
-def layer_classes():
-    """The classes a saved layer config may name: tapeflow's layers and models."""
-    from .. import layers as layers_module
-    from .sequential import Sequential
-    known = {n: getattr(layers_module, n) for n in dir(layers_module)
-             if isinstance(getattr(layers_module, n), type)}
-    known.update(Model=Model, Sequential=Sequential, Functional=Functional,
-                 TFOpLambda=TFOpLambda)  # the calls of functions on symbolic tensors
-    return known
 
 
 # --- making the graph ----------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from ..ops.reduce import reduce_sum
 from ..ops.shape import concat
 from ..tracing.function import function
 from . import batching as data_module
+from . import model_classes
 from . import feeds
 from . import multi_output
 from . import weights_io
@@ -48,6 +49,7 @@ from .auto_config import auto_config, constructor_arguments
 __all__ = ["Model"]
 
 
+@model_classes.register
 class Model(Layer):
     """Group layers into an object with training and inference features.
 
@@ -57,8 +59,8 @@ class Model(Layer):
 
     def __new__(cls, *args, **kwargs):
         if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
-            from .functional import Functional
-            return Functional.__new__(Functional)
+            functional = model_classes.model_class("Functional")
+            return functional.__new__(functional)
         model = super().__new__(cls)
         # Keras 3 records a subclass's constructor arguments: its config when it writes none
         object.__setattr__(model, "_auto_config", constructor_arguments(cls, args, kwargs))
@@ -590,8 +592,8 @@ class Model(Layer):
         """A functional model's config (Keras saves those as class "Model" or "Functional")
         makes one; a subclass's config goes to its constructor, as a Layer's does."""
         if cls is Model and "input_layers" in config and "layers" in config:
-            from .functional import Functional
-            return Functional.from_config(config, custom_objects=custom_objects)
+            functional = model_classes.model_class("Functional")
+            return functional.from_config(config, custom_objects=custom_objects)
         return cls(**config)
 
 

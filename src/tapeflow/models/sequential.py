@@ -13,11 +13,13 @@ from ..layers.base import name_scope
 from ..layers.core import InputLayer
 from ..layers.symbolic import KerasTensor
 from ..serialization import deserialize, serialize
+from . import model_classes
 from .model import Model
 
 __all__ = ["Sequential"]
 
 
+@model_classes.register
 class Sequential(Model):
     def __init__(self, layers=None, name=None, trainable=True, dtype=None):
         super().__init__(name=name, trainable=trainable, dtype=dtype)
@@ -106,14 +108,13 @@ class Sequential(Model):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from .functional import layer_classes
         config = dict(config)
         layer_configs = config.pop("layers", [])
         input_shape = config.pop("input_shape", None)
         input_batch_size = config.pop("input_batch_size", None)
         model = cls(**config)
         model._input_batch_size = input_batch_size
-        known = layer_classes()  # a Sequential may hold a model
+        known = model_classes.layer_classes()  # a Sequential may hold a model
         for layer_config in layer_configs:
             model.add(deserialize(layer_config, known, custom_objects, kind="layer"))
         if input_shape is not None:

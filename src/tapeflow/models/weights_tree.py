@@ -19,6 +19,7 @@ sorted order, private ones (``_name``) last, as Keras's ``_name_key`` orders the
 """
 from ..layers.base import Layer
 from ..serialization import snake_case
+from .model_classes import model_class
 
 __all__ = ["layer_tree", "own_variables", "LayerWeights"]
 
@@ -65,9 +66,7 @@ def _visit(layer, path, out, seen):
 def _children(layer):
     """Keras's ``_walk_saveable``: a Sequential's or functional model's ``layers`` first, then
     the attributes holding layers, by name, private ones last."""
-    from .functional import Functional
-    from .sequential import Sequential
-    if isinstance(layer, (Sequential, Functional)):
+    if isinstance(layer, (model_class("Sequential"), model_class("Functional"))):
         yield "layers", list(layer._tracked_layers)
     for name in sorted(vars(layer), key=lambda n: f"~{n}" if n.startswith("_") else n):
         if name in _SKIPPED:

@@ -37,6 +37,7 @@ from .. import backend
 from ..core import nest
 from ..core.tensor import Tensor, convert_to_tensor
 from ..layers.weight_budget import WeightBudgetError, charge, weight_budget
+from ..models.model_classes import layer_classes, model_class
 from ..serialization import could_not_locate, custom_object_scope, get_registered_name
 from ..serialization import get_registered_object, serialize
 from ..tracing.function import TensorSpec, function
@@ -254,11 +255,6 @@ class SavedGraphModel:
         return f"<SavedGraphModel {self.name} (saved graph; {self.load_reason})>"
 
 
-def _known_classes():
-    from ..models.functional import layer_classes
-    return layer_classes()
-
-
 def _rebuild(config, custom_objects):
     """The model a saved config describes, its class found by name only: among tapeflow's,
     in ``custom_objects`` or registered with ``register_keras_serializable`` (``module`` is
@@ -268,7 +264,7 @@ def _rebuild(config, custom_objects):
         raise ValueError("no model config was saved")
     name = config.get("registered_name")
     name = name if isinstance(name, str) else config["class_name"]
-    cls = get_registered_object(name, custom_objects, _known_classes())
+    cls = get_registered_object(name, custom_objects, layer_classes())
     if cls is None:
         raise could_not_locate(name, config)
     from_config = cls.from_config
@@ -280,9 +276,9 @@ def _rebuild(config, custom_objects):
 def _build(model, input_shape):
     """Make a rebuilt model's weights: a subclassed model's are made by its call (its build
     makes none), so it is called once on zeros, as Keras builds one from its build config."""
-    from ..models import Model, Sequential
-    from ..models.functional import Functional
-    if isinstance(model, Model) and not isinstance(model, (Sequential, Functional)) \
+    Model = model_class("Model")
+    if isinstance(model, Model) and not isinstance(
+            model, (model_class("Sequential"), model_class("Functional"))) \
             and type(model).build is Model.build:
         xp = backend.device_module()
         shape = tuple(1 if d is None else d for d in input_shape)
@@ -322,8 +318,7 @@ def _restore_optimizer(model, doc, arrays, where):
         state[key] = arrays.get(pair[1]["$array"], f"optimizer state '{key}'")
     if doc.get("config") is None:
         return
-    from ..models import Model
-    if type(model).compile is not Model.compile:  # Keras's compile_from_config
+    if type(model).compile is not model_class("Model").compile:  # Keras's compile_from_config
         warnings.warn("`compile()` was not called as part of model loading because the model's "
                       "`compile()` method is custom. All subclassed Models that have "
                       "`compile()` overridden should also override `get_compile_config()` and "

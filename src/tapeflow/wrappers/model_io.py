@@ -11,7 +11,7 @@ import os
 import tempfile
 
 from .. import losses, metrics, optimizers
-from ..models.functional import layer_classes
+from ..models.model_classes import layer_classes
 from ..saving.keras_saving import load_model, save_model
 from ..serialization import deserialize, serialize
 
