@@ -51,9 +51,10 @@ _NOT_IN_GRAPHS = ("Layer", "InputLayer", "Lambda", "TFOpLambda", "Model", "Seque
 
 def graph_layer_classes():
     """The layer classes a graph config may name, by name."""
+    from ..layers import Layer
     from ..models.functional import layer_classes
     return {name: cls for name, cls in sorted(layer_classes().items())
-            if name not in _NOT_IN_GRAPHS}
+            if name not in _NOT_IN_GRAPHS and issubclass(cls, Layer)}
 
 
 class GraphInput(Section):
