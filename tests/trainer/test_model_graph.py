@@ -81,6 +81,12 @@ def _with(edit):
     return graph
 
 
+def _add_unused_chain(graph):
+    """Two layers after ``hidden`` that no output uses (the first feeds the second)."""
+    graph["layers"][6:6] = [{"name": "spare", "inputs": "hidden", "Dense": {"units": 1}},
+                            {"name": "spare_2", "inputs": "spare", "Dense": {"units": 1}}]
+
+
 def _rename_input(graph, i, name):
     graph["layers"][i]["inputs"] = name
 
@@ -94,8 +100,7 @@ def _rename_input(graph, i, name):
      "model.graph.layers.2.name: 'embed' names two inputs or layers (first at layers.0.name)"),
     (lambda g: g.update(outputs=["logits", "dense_2"]),
      "model.graph.outputs: unknown layer 'dense_2'"),
-    (lambda g: g["layers"].insert(6, {"name": "spare", "inputs": "hidden", "Dense": {"units": 1}}),
-     "model.graph.layers.6.name: layer 'spare' leads to no output"),
+    (_add_unused_chain, "model.graph.layers.6.name: layer 'spare' leads to no output"),
     (lambda g: g["layers"][0].update(Embedding={"input_dim": 20, "output_dimm": 4}),
      "model.graph.layers.0.Embedding.output_dimm: unknown argument of Embedding; did you mean "
      "'output_dim'?"),
