@@ -1,5 +1,6 @@
 """A config's functional ``model.graph`` and ``model.keras_config`` (training/model_graph.py)."""
 import json
+import re
 import zipfile
 
 import numpy as np
@@ -210,3 +211,13 @@ def test_a_keras_config_imports_nothing_and_names_what_is_wrong(spec, expected, 
     config = parse_config({"data": {"source": "digits"}, "model": {"keras_config": spec}})
     with pytest.raises(ConfigError, match=expected.replace("{", r"\{").replace(".", r"\.")):
         build_keras_config(config.model.keras_config, "test.yaml", str(tmp_path))
+
+
+def test_a_keras_file_without_config_json_or_too_deep_is_refused(tmp_path):
+    with zipfile.ZipFile(tmp_path / "model.keras", "w") as archive:
+        archive.writestr("metadata.json", "{}")
+    (tmp_path / "deep.json").write_text("[" * 100000 + "]" * 100000)
+    for name, expected in (("model.keras", "cannot read model.keras (KeyError"),
+                           ("deep.json", "cannot read deep.json (RecursionError")):
+        with pytest.raises(ConfigError, match=re.escape(expected)):
+            build_keras_config(name, "test.yaml", str(tmp_path))

@@ -175,3 +175,13 @@ def test_text_classifier_config_through_the_command_line(example_data, tmp_path)
     assert accuracy >= 0.9
     assert json.loads((out / "test_metrics.json").read_text())["accuracy"] == \
         pytest.approx(accuracy, abs=1e-4)
+
+
+def test_a_layers_model_on_token_ids_must_not_normalize_them(example_data, tmp_path):
+    config = {"data": {"source": "text_csv", "path": str(example_data / "texts.csv"),
+                       "sequence_length": 4, "max_tokens": 20},
+              "model": {"layers": [{"Embedding": {"input_dim": 20, "output_dim": 2}},
+                                   {"GlobalAveragePooling1D": {}}, {"Dense": {"units": 3}}]},
+              "loss": "sparse_categorical_crossentropy"}
+    with pytest.raises(ConfigError, match=r"config: model\.normalize: the data are token ids"):
+        tf.train(config, output=tmp_path / "run", verbose=False)

@@ -43,7 +43,9 @@ LAYERS = {cls.__name__: cls for cls in (
     layers_module.Conv1D, layers_module.Conv2D, layers_module.MaxPooling1D,
     layers_module.MaxPooling2D, layers_module.AveragePooling1D, layers_module.AveragePooling2D,
     layers_module.GlobalAveragePooling1D, layers_module.GlobalAveragePooling2D,
-    layers_module.GlobalMaxPooling1D, layers_module.GlobalMaxPooling2D)}
+    layers_module.GlobalMaxPooling1D, layers_module.GlobalMaxPooling2D,
+    layers_module.Embedding, layers_module.Masking, layers_module.SimpleRNN, layers_module.LSTM,
+    layers_module.GRU)}
 SCHEDULES = {name: getattr(schedules, name) for name in
              ("ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay")}
 
@@ -70,7 +72,12 @@ def _sequential(config, dataset, where, base_dir, allow_builder):
     feature columns, or an image's (height, width, channels)), and its output's shape."""
     example = dataset.x_train.shape[1:]
     body = _layers(config.model, where, base_dir, allow_builder)
-    head = [layers_module.Input(shape=example, dtype=dataset.x_train.dtype.name)]
+    ids = dataset.x_train.dtype.kind in "iu"  # token ids stay integers; features, the default
+    head = [layers_module.Input(shape=example, dtype=dataset.x_train.dtype.name if ids else None)]
+    if config.model.normalize and ids:
+        raise ConfigError(f"{where}: model.normalize: the data are token ids, which a "
+                          f"Normalization would turn into meaningless numbers; set "
+                          f"model.normalize: false (an Embedding takes the ids)")
     if config.model.normalize:
         norm = layers_module.Normalization()
         norm.adapt(dataset.x_train)

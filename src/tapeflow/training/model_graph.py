@@ -221,43 +221,31 @@ def build_keras_config(spec, where, base_dir, key="model.keras_config"):
         raise ConfigError(f"{where}: {key}: cannot build the model it describes: {e}") from None
 
 
+# a model config is kilobytes; this refuses a file (or a .keras member) that would fill memory
+MAX_CONFIG_BYTES = 16 * 2 ** 20
+
+
 def _read_keras_config(path, where, base_dir, key):
     from .safe_yaml import read_yaml
 
     full = os.path.join(base_dir, os.path.expanduser(path))
     if not os.path.isfile(full):
         raise ConfigError(f"{where}: {key}: no such file {full}")
+    too_big = f"{where}: {key}: {path}: a model config past {MAX_CONFIG_BYTES // 2 ** 20} MiB"
     try:
         if zipfile.is_zipfile(full):  # a .keras file: its config.json
             with zipfile.ZipFile(full) as archive:
+                if archive.getinfo("config.json").file_size > MAX_CONFIG_BYTES:
+                    raise ConfigError(too_big)
                 return json.loads(archive.read("config.json"))
         if full.endswith(".json"):
+            if os.path.getsize(full) > MAX_CONFIG_BYTES:
+                raise ConfigError(too_big)
             with open(full, encoding="utf-8") as f:
                 return json.load(f)
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as e:
-        raise ConfigError(f"{where}: {key}: cannot read {path} ({e})") from None
+    except ConfigError:
+        raise
+    except (OSError, KeyError, ValueError, RecursionError, zipfile.BadZipFile) as e:
+        raise ConfigError(f"{where}: {key}: cannot read {path} ({type(e).__name__}: "
+                          f"{e})") from None
     return read_yaml(full, path)
-
-
-def build_functional(model_config, dataset, where, base_dir):
-    """The model a ``graph`` or ``keras_config`` describes, checked on one training example
-    (the trainer's data give one input and one target array), and its output's shape."""
-    from ..layers.weight_budget import weight_budget
-
-    key = "model.graph" if model_config.graph is not None else "model.keras_config"
-    with weight_budget():
-        if model_config.graph is not None:
-            model = build_graph(model_config.graph, where)
-        else:
-            model = build_keras_config(model_config.keras_config, where, base_dir)
-        inputs, outputs = getattr(model, "inputs", None), getattr(model, "outputs", None)
-        if inputs is not None and len(inputs) != 1 or outputs is not None and len(outputs) != 1:
-            raise ConfigError(f"{where}: {key}: the model has {len(inputs)} input(s) and "
-                              f"{len(outputs)} output(s); the trainer's data sources give one "
-                              f"input array and one target array")
-        example = dataset.x_train.shape[1:]
-        try:
-            return model, model(dataset.x_train[:1], training=False).shape
-        except (TypeError, ValueError) as e:
-            raise ConfigError(f"{where}: {key}: on the data's examples of shape {example} "
-                              f"({dataset.x_train.dtype.name}): {e}") from None
