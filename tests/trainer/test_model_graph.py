@@ -221,3 +221,18 @@ def test_a_keras_file_without_config_json_or_too_deep_is_refused(tmp_path):
                            ("deep.json", "cannot read deep.json (RecursionError")):
         with pytest.raises(ConfigError, match=re.escape(expected)):
             build_keras_config(name, "test.yaml", str(tmp_path))
+
+
+def test_the_trainer_refuses_a_graph_its_data_cannot_feed(tmp_path):
+    config = {"data": {"source": "digits"}, "model": {"graph": TWO_INPUTS},
+              "loss": "sparse_categorical_crossentropy"}
+    with pytest.raises(ConfigError, match=r"config: model\.graph: the model has 2 input\(s\) and "
+                                          r"1 output\(s\); the trainer's data sources give one"):
+        tf.train(config, output=tmp_path / "run", verbose=False)
+    one_input = _with(lambda g: g["layers"].__setitem__(slice(0, None), [
+        {"name": "logits", "inputs": "words", "Dense": {"units": 10}}]))
+    one_input["inputs"] = [{"name": "words", "shape": [6]}]
+    with pytest.raises(ConfigError, match=r"model\.graph: on the data's examples of shape "
+                                          r"\(64,\) \(float32\): "):
+        tf.train(dict(config, model={"graph": one_input}), output=tmp_path / "run2",
+                 verbose=False)

@@ -249,3 +249,27 @@ def _read_keras_config(path, where, base_dir, key):
         raise ConfigError(f"{where}: {key}: cannot read {path} ({type(e).__name__}: "
                           f"{e})") from None
     return read_yaml(full, path)
+
+
+def build_functional(model_config, dataset, where, base_dir):
+    """The model a ``graph`` or ``keras_config`` describes, checked on one training example
+    (the trainer's data give one input and one target array), and its output's shape."""
+    from ..layers.weight_budget import weight_budget
+
+    key = "model.graph" if model_config.graph is not None else "model.keras_config"
+    with weight_budget():
+        if model_config.graph is not None:
+            model = build_graph(model_config.graph, where)
+        else:
+            model = build_keras_config(model_config.keras_config, where, base_dir)
+        inputs, outputs = getattr(model, "inputs", None), getattr(model, "outputs", None)
+        if inputs is not None and len(inputs) != 1 or outputs is not None and len(outputs) != 1:
+            raise ConfigError(f"{where}: {key}: the model has {len(inputs)} input(s) and "
+                              f"{len(outputs)} output(s); the trainer's data sources give one "
+                              f"input array and one target array")
+        example = dataset.x_train.shape[1:]
+        try:
+            return model, model(dataset.x_train[:1], training=False).shape
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"{where}: {key}: on the data's examples of shape {example} "
+                              f"({dataset.x_train.dtype.name}): {e}") from None
