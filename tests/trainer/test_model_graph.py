@@ -176,6 +176,21 @@ KERAS3_CONFIG = {
         "input_layers": [["input_layer", 0, 0]], "output_layers": [["dense", 0, 0]]}}
 
 
+def _keras3_lambda():
+    """KERAS3_CONFIG with its Dense replaced by a Lambda whose function is Python bytecode,
+    as Keras 3 saves one (marshal, base64)."""
+    config = json.loads(json.dumps(KERAS3_CONFIG))
+    layer = config["config"]["layers"][1]
+    layer.update(class_name="Lambda", name="lambda")
+    layer["config"] = {"name": "lambda", "trainable": True, "arguments": {},
+                       "function": {"class_name": "__lambda__",
+                                    "config": {"code": "4wEAAAAAAAAAAAAAAAEAAAAD", "defaults": None,
+                                               "closure": None}},
+                       "output_shape": None}
+    config["config"]["output_layers"] = [["lambda", 0, 0]]
+    return config
+
+
 def test_a_keras3_config_builds_inline_from_json_and_from_a_keras_file(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(KERAS3_CONFIG))
     with zipfile.ZipFile(tmp_path / "model.keras", "w") as archive:
@@ -204,6 +219,7 @@ def test_a_model_get_config_round_trips_through_keras_config():
         {"class_name": "os.system", "config": {"name": "x"}, "name": "x"}],
         "input_layers": [], "output_layers": []}},
      "model.keras_config: cannot build the model it describes: Unknown layer 'os.system'"),
+    (_keras3_lambda(), "Lambda 'lambda': its function is"),
     ({"config": {}}, "model.keras_config: a model config is a mapping {class_name: ..."),
     ("missing.json", "model.keras_config: no such file"),
 ])

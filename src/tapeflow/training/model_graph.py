@@ -26,6 +26,7 @@ output; each problem is reported at its key (``model.graph.layers.3.inputs``).
 its weights are not).  Its classes are resolved by name through tapeflow's deserializer:
 nothing in a config is imported or run.
 """
+import inspect
 import json
 import os
 import zipfile
@@ -192,7 +193,6 @@ def build_graph(graph, where, key="model.graph"):
 
 def _call(layer, inputs):
     """A merging layer (its call takes one ``inputs``) gets a list; others get arguments."""
-    import inspect
     if len(inputs) == 1:
         return layer(inputs[0])
     parameters = [p for p in inspect.signature(type(layer).call).parameters if p != "self"]
