@@ -191,6 +191,12 @@ def _keras3_lambda():
     return config
 
 
+def _keras3_sparse_input():
+    config = json.loads(json.dumps(KERAS3_CONFIG))
+    config["config"]["layers"][0]["config"]["sparse"] = True
+    return config
+
+
 def test_a_keras3_config_builds_inline_from_json_and_from_a_keras_file(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(KERAS3_CONFIG))
     with zipfile.ZipFile(tmp_path / "model.keras", "w") as archive:
@@ -220,6 +226,7 @@ def test_a_model_get_config_round_trips_through_keras_config():
         "input_layers": [], "output_layers": []}},
      "model.keras_config: cannot build the model it describes: Unknown layer 'os.system'"),
     (_keras3_lambda(), "Lambda 'lambda': its function is"),
+    (_keras3_sparse_input(), "InputLayer: sparse=True inputs are not supported"),
     ({"config": {}}, "model.keras_config: a model config is a mapping {class_name: ..."),
     ("missing.json", "model.keras_config: no such file"),
 ])
