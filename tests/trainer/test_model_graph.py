@@ -68,6 +68,15 @@ def test_a_two_input_graph_in_yaml_equals_the_model_built_in_python():
                              _python_model().predict(x, verbose=0), in_python.predict(x, verbose=0))
 
 
+def test_a_graph_may_have_several_outputs():
+    graph = _with(lambda g: g.update(outputs=["logits", "hidden"]))
+    model = build_graph(_config(graph).model.graph, "test.yaml")
+    assert [tuple(t.shape) for t in model.outputs] == [(None, 2), (None, 5)]
+    logits, hidden = model.predict([np.ones((3, 6), "int32"), np.ones((3, 3), "float32")],
+                                   verbose=0)
+    assert logits.shape == (3, 2) and hidden.shape == (3, 5)
+
+
 def test_the_resolved_config_keeps_the_written_form_and_reads_back():
     resolved = _config(TWO_INPUTS).resolved()
     layers = resolved["model"]["graph"]["layers"]
