@@ -161,6 +161,16 @@ def test_image_classifier_config_trains_in_process(example_data, tmp_path):
     assert set(run.history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
     assert len(run.history["loss"]) == 2 and run.history["loss"][1] < run.history["loss"][0]
     assert run.model.inputs[0].shape[1:] == (16, 16, 1)
+    # the run directory serves evaluate (its data read again); predict names what it takes
+    from tapeflow.training.checkpoint import resolve_checkpoint
+    from tapeflow.training.errors import UserError
+    from tapeflow.training.inference import evaluate_checkpoint, predict_csv
+    ckpt = resolve_checkpoint(run.run_dir)
+    assert evaluate_checkpoint(ckpt) == pytest.approx(run.test_metrics, abs=1e-6)
+    (tmp_path / "rows.csv").write_text("pixels\n1\n")
+    with pytest.raises(UserError, match=r"its model takes images \(height, width, channels\), "
+                                        r"not a CSV file's numeric columns"):
+        predict_csv(ckpt, tmp_path / "rows.csv", tmp_path / "out.csv")
 
 
 @pytest.mark.child_process
