@@ -19,11 +19,12 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import Field, ValidationError
 
-from .text_image_sources import SOURCES, AnyDataConfig as DataConfig
 from .errors import ConfigError
 from .model_graph import GraphModel, KerasConfig
 from .safe_yaml import MAX_DEPTH, dump_yaml, load_yaml, read_yaml
 from .section import Section
+from .text_image_sources import SOURCES
+from .text_image_sources import AnyDataConfig as DataConfig  # data.py's sources and these
 
 __all__ = ["RunConfig", "load_config", "parse_config", "parse_override", "dump_yaml"]
 
