@@ -144,8 +144,13 @@ class InputLayer(Layer):
     symbolic tensor the functional API calls layers on (``Input`` returns it)."""
 
     def __init__(self, shape=None, batch_size=None, dtype=None, name=None, input_shape=None,
-                 batch_shape=None, **kwargs):
+                 batch_shape=None, sparse=None, ragged=None, optional=None, **kwargs):
         super().__init__(name=name, dtype=dtype, **kwargs)
+        # Keras 3 writes these (false) into every InputLayer config; only dense inputs exist here
+        for flag, value in (("sparse", sparse), ("ragged", ragged), ("optional", optional)):
+            if value:
+                raise ValueError(f"InputLayer: {flag}=True inputs are not supported; tapeflow's "
+                                 f"inputs are dense arrays")
         if batch_shape is not None:
             batch_shape = tuple(batch_shape)
             if not batch_shape:

@@ -29,6 +29,8 @@ from ..layers.weight_budget import weight_budget
 from ..models import Sequential
 from ..optimizers import schedules
 from .errors import ConfigError
+from .layer_specs import make_layer
+from .model_graph import build_functional
 
 __all__ = ["build_model", "loss_from_config", "metrics_from_config", "LAYERS"]
 
@@ -41,30 +43,21 @@ LAYERS = {cls.__name__: cls for cls in (
     layers_module.Conv1D, layers_module.Conv2D, layers_module.MaxPooling1D,
     layers_module.MaxPooling2D, layers_module.AveragePooling1D, layers_module.AveragePooling2D,
     layers_module.GlobalAveragePooling1D, layers_module.GlobalAveragePooling2D,
-    layers_module.GlobalMaxPooling1D, layers_module.GlobalMaxPooling2D)}
-_LAYER_BASE_ARGUMENTS = ("name", "trainable", "dtype")
-FLOAT_DTYPES = ("float16", "float32", "float64")
+    layers_module.GlobalMaxPooling1D, layers_module.GlobalMaxPooling2D,
+    layers_module.Embedding, layers_module.Masking, layers_module.SimpleRNN, layers_module.LSTM,
+    layers_module.GRU)}
 SCHEDULES = {name: getattr(schedules, name) for name in
              ("ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay")}
 
 
 def build_model(config, dataset, where, base_dir=".", allow_builder=False):
-    """The compiled Sequential for ``config`` (a RunConfig) on ``dataset`` (its training split
-    adapts the Normalization layer); ``where`` names the config in messages."""
-    n_features = dataset.x_train.shape[1]
-    body = _layers(config.model, where, base_dir, allow_builder)
-    head = [layers_module.Input(shape=(n_features,))]
-    if config.model.normalize:
-        norm = layers_module.Normalization()
-        norm.adapt(dataset.x_train)
-        head.append(norm)
-    try:
-        with weight_budget():
-            model = Sequential(head + body, name="model")
-            outputs = model(dataset.x_train[:1], training=False).shape
-    except ValueError as e:  # a layer's own message: a Reshape that does not fit the features
-        raise ConfigError(f"{where}: model: on the data's {n_features} feature columns: "
-                          f"{e}") from None
+    """The compiled model for ``config`` (a RunConfig) on ``dataset`` (its training split
+    adapts the Normalization layer); ``where`` names the config in messages.  A ``graph`` or
+    ``keras_config`` is built by model_graph; ``layers`` and a ``builder`` make a Sequential."""
+    if config.model.graph is not None or config.model.keras_config is not None:
+        model, outputs = build_functional(config.model, dataset, where, base_dir)
+    else:
+        model, outputs = _sequential(config, dataset, where, base_dir, allow_builder)
     loss = loss_from_config(config.loss, where)
     _check_outputs(outputs, dataset, _takes_class_ids(loss, dataset, where), where)
     model.compile(optimizer=_optimizer(config.optimizer, where),
@@ -72,6 +65,31 @@ def build_model(config, dataset, where, base_dir=".", allow_builder=False):
                   metrics=_metrics(config.metrics, where),
                   input_gradient=config.regularization.input_gradient or None)
     return model
+
+
+def _sequential(config, dataset, where, base_dir, allow_builder):
+    """The Sequential of ``layers`` or a builder, after an Input of one example's shape (the
+    feature columns, or an image's (height, width, channels)), and its output's shape."""
+    example = dataset.x_train.shape[1:]
+    body = _layers(config.model, where, base_dir, allow_builder)
+    ids = dataset.x_train.dtype.kind in "iu"  # token ids stay integers; features, the default
+    head = [layers_module.Input(shape=example, dtype=dataset.x_train.dtype.name if ids else None)]
+    if config.model.normalize and ids:
+        raise ConfigError(f"{where}: model.normalize: the data are token ids, which a "
+                          f"Normalization would turn into meaningless numbers; set "
+                          f"model.normalize: false (an Embedding takes the ids)")
+    if config.model.normalize:
+        norm = layers_module.Normalization()
+        norm.adapt(dataset.x_train)
+        head.append(norm)
+    try:
+        with weight_budget():
+            model = Sequential(head + body, name="model")
+            return model, model(dataset.x_train[:1], training=False).shape
+    except ValueError as e:  # a layer's own message: a Reshape that does not fit the features
+        what = f"{example[0]} feature columns" if len(example) == 1 else f"examples of shape " \
+            f"{example}"
+        raise ConfigError(f"{where}: model: on the data's {what}: {e}") from None
 
 
 def _check_outputs(outputs, dataset, class_ids, where):
@@ -134,28 +152,7 @@ def _layers(model_config, where, base_dir, allow_builder):
 
 
 def _layer(name, arguments, where, key):
-    cls = LAYERS.get(name)
-    if cls is None:
-        close = difflib.get_close_matches(name, LAYERS, n=1)
-        hint = f"did you mean '{close[0]}'? " if close else ""
-        raise ConfigError(f"{where}: {key}: unknown layer; {hint}known layers: "
-                          f"{', '.join(LAYERS)}")
-    accepted = [p for p in inspect.signature(cls.__init__).parameters
-                if p not in ("self", "kwargs", "args")] + list(_LAYER_BASE_ARGUMENTS)
-    for arg in arguments:
-        if arg not in accepted:
-            close = difflib.get_close_matches(arg, accepted, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise ConfigError(f"{where}: {key}.{arg}: unknown argument of {name}{hint} "
-                              f"Its arguments: {', '.join(accepted)}.")
-    dtype = arguments.get("dtype")
-    if dtype is not None and dtype not in FLOAT_DTYPES:
-        raise ConfigError(f"{where}: {key}.dtype: a layer computes in {', '.join(FLOAT_DTYPES)}"
-                          f"; got {dtype!r}")
-    try:
-        return cls(**arguments)
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{where}: {key}: {e}") from None
+    return make_layer(name, arguments, LAYERS, where, key)
 
 
 def _from_builder(model_config, where, base_dir, allow_builder):

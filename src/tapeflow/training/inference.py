@@ -75,6 +75,11 @@ def read_features(path, feature_names):
     return csv_columns(name, header, rows, row_numbers, list(feature_names), "float32")
 
 
+# the data sources whose examples are not a CSV file's numeric columns, and what they are
+_NOT_COLUMNS = {"text_csv": "token ids (texts made ids with the run's vocabulary)",
+                "image_directory": "images (height, width, channels)"}
+
+
 def predict_csv(ckpt, input_path, output_path, overwrite=False):
     """Predict for every row of ``input_path``; write a CSV of the targets, in raw units (an
     existing ``output_path`` is replaced only when ``overwrite``)."""
@@ -82,6 +87,12 @@ def predict_csv(ckpt, input_path, output_path, overwrite=False):
     targets = ckpt.training.get("target_names")
     if not isinstance(names, list) or not isinstance(targets, list):
         raise CheckpointError(f"{ckpt.path}: the checkpoint does not name its feature columns")
+    source = (ckpt.config.get("data") or {}).get("source") if isinstance(ckpt.config, dict) \
+        else None
+    if source in _NOT_COLUMNS:
+        raise UserError(f"{ckpt.path}: its model takes {_NOT_COLUMNS[source]}, not a CSV file's "
+                        f"numeric columns; load it with tf.keras.models.load_model and call "
+                        f"predict on such arrays")
     output_path = os.fspath(output_path)
     check_output(output_path, {"the --input file": input_path, "the checkpoint": ckpt.path},
                  overwrite)

@@ -19,10 +19,12 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import Field, ValidationError
 
-from .data_sources import DataConfig
 from .errors import ConfigError
+from .model_graph import GraphModel, KerasConfig
 from .safe_yaml import MAX_DEPTH, dump_yaml, load_yaml, read_yaml
 from .section import Section
+from .text_image_sources import SOURCES
+from .text_image_sources import AnyDataConfig as DataConfig  # data.py's sources and these
 
 __all__ = ["RunConfig", "load_config", "parse_config", "parse_override", "dump_yaml"]
 
@@ -33,8 +35,9 @@ Argument = Union[Scalar, list[Scalar], dict[str, Scalar]]
 
 
 class ModelConfig(Section):
-    """Either ``layers`` (a list of ``{LayerName: {argument: value}}``, the arguments checked
-    against the layer's own signature when the model is built) or a ``builder``."""
+    """One of ``layers`` (a list of ``{LayerName: {argument: value}}``, the arguments checked
+    against the layer's own signature when the model is built), a ``builder``, a functional
+    ``graph`` or a ``keras_config`` (see model_graph.py)."""
 
     layers: Optional[list[dict[str, dict[str, Argument]]]] = None
     builder: Optional[str] = Field(
@@ -42,12 +45,19 @@ class ModelConfig(Section):
                           "a list of layers; run only when allowed (--allow-builder)")
     arguments: dict[str, Argument] = Field(default_factory=dict,
                                            description="keyword arguments for the builder")
+    graph: Optional[GraphModel] = Field(None, description="a functional model: inputs, named "
+                                        "layers and the edges between them, outputs")
+    keras_config: Optional[KerasConfig] = Field(
+        None, description="a Keras model config (get_config()), or a .json/.yaml/.keras file")
     normalize: bool = Field(True, description="a Normalization layer adapted on the training "
-                                              "split first, so the model takes raw features")
+                                              "split first, so the model takes raw features "
+                                              "(layers and builder models only)")
 
     def model_post_init(self, _):
-        if (self.layers is None) == (self.builder is None):
-            raise ValueError("give exactly one of 'layers' (a list of layers) or 'builder'")
+        given = [self.layers, self.builder, self.graph, self.keras_config]
+        if sum(part is not None for part in given) != 1:
+            raise ValueError("give exactly one of 'layers' (a list of layers), 'builder', "
+                             "'graph' or 'keras_config'")
         if self.arguments and self.builder is None:
             raise ValueError("'arguments' are for a builder; layers take their arguments inline")
 
@@ -325,7 +335,7 @@ def _user_location(loc):
 
 _INTERNAL_STEPS = ("function-", "int", "float", "str", "bool", "list[", "dict[", "constrained-",
                    "literal[")
-_SOURCE_TAGS = {"california_housing", "digits", "csv", "npz"}
+_SOURCE_TAGS = set(SOURCES)
 
 
 def _message(err, loc, doc, with_input=True):
