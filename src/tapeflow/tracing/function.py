@@ -6,7 +6,8 @@ each Variable argument's identity and every other Python argument's value
 (by equality).  The first call with a new signature traces the function into a
 Graph (``ConcreteFunction``); later matching calls run the compiled graph and
 never run the Python function.  As in TensorFlow, Python side effects happen
-only while tracing, and retracing again and again draws a warning.
+only while tracing, and retracing again and again draws a warning; a trace that
+changes a list or dict argument raises (``argument_mutation.py``).
 
 ``None`` in a ``TensorSpec`` (or a dimension that changed between calls under
 ``reduce_retracing=True``) asks for one graph for every size there.  The
@@ -28,6 +29,7 @@ from ..core import nest
 from ..core.context import PER_THREAD, context
 from ..core.tensor import Tensor, Variable, convert_to_tensor, variables_made_in_traces
 from ..dtypes import as_dtype, numpy_dtype
+from .argument_mutation import check_unmodified, snapshot
 from .autograph import convert as autograph_convert
 from .compiler import compile_graph, interpret, optimize
 from .ir import Graph
@@ -98,9 +100,12 @@ class Function:
     """A traced Python function: a cache of ConcreteFunctions, one per signature."""
 
     def __init__(self, python_function, input_signature=None, reduce_retracing=False, name=None,
-                 instance=None, autograph=True):
+                 instance=None, autograph=True, check_argument_mutation=True):
+        """``check_argument_mutation=False``: the function may change the containers it is
+        given (tf.data's map functions, which TensorFlow hands fresh ones at each trace)."""
         self.python_function = python_function
         self._autograph = autograph
+        self._check_mutation = check_argument_mutation
         self.input_signature = None if input_signature is None else list(input_signature)
         if self.input_signature is not None:
             for spec in nest.flatten(self.input_signature):
@@ -127,7 +132,8 @@ class Function:
         if bound is None:
             bound = Function(self.python_function, self.input_signature, self._reduce_retracing,
                              self._name, instance=weakref.ref(instance),
-                             autograph=self._autograph)
+                             autograph=self._autograph,
+                             check_argument_mutation=self._check_mutation)
             self._bound[instance] = bound
         return bound
 
@@ -341,11 +347,14 @@ class Function:
                 argument_leaves.append(leaf)
         args, kwargs = nest.pack_sequence_as(structure, traced_leaves)
         full, kwargs = self._args(args, kwargs)
+        before = snapshot(full, kwargs)
         # AutoGraph: the one place the function is swapped for its converted form (cached)
         traced_function = autograph_convert(self.python_function) if self._autograph \
             else self.python_function
         with tracing(tracer):
             result = traced_function(*full, **kwargs)
+            if self._check_mutation:
+                check_unmodified(before, full, kwargs, self.python_function)
             flat_out = nest.flatten(result, expand_composites=True)
             out_ids = []
             for r in flat_out:
