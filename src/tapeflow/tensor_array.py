@@ -18,10 +18,12 @@ old one is left as it was.  A TensorArray holds its elements in one of two ways:
 
 Limits, chosen so that a traced graph keeps static shapes: in the buffer form the
 size is fixed.  ``dynamic_size=True`` grows the array at writes to a known index
-(eagerly, or a Python int in a trace), but a write at a traced index (a
-``tf.while_loop`` counter) cannot grow it: give the TensorArray a ``size`` that
-covers the loop's writes (a write past it raises InvalidArgumentError when the
-graph runs).  ``clear_after_read`` is enforced eagerly only (TensorFlow 2 ignores
+(eagerly, or a Python int in a trace); a traced ``tf.while_loop`` (or AutoGraph
+loop) that writes it at its counter first finds the size the loop reaches and
+gives it that (``tracing/loop_sizing.py``): the trip count must be fixed by
+constants or by integer arguments of the ``tf.function``, which then traces once
+per value of them.  Elsewhere a write at a traced index cannot grow the array: a
+write past its size raises InvalidArgumentError when the graph runs.  ``clear_after_read`` is enforced eagerly only (TensorFlow 2 ignores
 it in graphs too).  An element shape not given is taken from the first write; a
 traced ``tf.while_loop`` learns it from its body and traces the body again.
 """
@@ -38,6 +40,7 @@ from .ops.arithmetic import equal, greater_equal, less, logical_and, maximum, mi
 from .ops.creation import range_, zeros
 from .ops.elementwise import identity
 from .ops.shape import concat, expand_dims, gather, reshape, split, stack, unstack, where
+from .tracing.loop_sizing import is_recording, record_write
 from .tracing.tracer import SymbolicTensor
 
 __all__ = ["TensorArray"]
@@ -81,7 +84,7 @@ class TensorArray(nest.Composite):
 
     __slots__ = ("_dtype", "_dynamic_size", "_clear_after_read", "_infer_shape",
                  "_element_shape", "_elements", "_cleared", "_buffer", "_size", "_traced",
-                 "_flat_cache")
+                 "_flat_cache", "_tag")
 
     def __init__(self, dtype, size=None, dynamic_size=None, clear_after_read=None,
                  tensor_array_name=None, handle=None, flow=None, infer_shape=True,
@@ -101,6 +104,7 @@ class TensorArray(nest.Composite):
         self._size = n
         self._traced = context().trace is not None
         self._flat_cache = None  # (trace, buffer) of the last flattening: see _components
+        self._tag = None  # which growing array of a loop being sized this is (loop_sizing)
 
     # --- construction helpers ----------------------------------------------------------------
     @staticmethod
@@ -232,12 +236,15 @@ class TensorArray(nest.Composite):
                                   size=at + 1)._write_row(index, at, value)
         index = _int_tensor(index)
         if at is None:
-            if n == 0:
+            record_write(self._tag, index)
+            in_loop = self._dynamic_size and is_recording()  # the loop sizes it first
+            if n == 0 and not in_loop:
                 raise ValueError(
-                    "TensorArray.write at a traced index (a loop counter) into a TensorArray "
-                    "of size 0: inside a traced tf.while_loop a TensorArray cannot grow; give it "
-                    "size= (at least as many elements as the loop writes)")
-            self._check_in_range(index, "write to", n)
+                    "TensorArray.write at a traced index into a TensorArray of size 0 outside "
+                    "a tf.while_loop or AutoGraph loop: it cannot grow there; give it size= (at "
+                    "least as many elements as are written)")
+            if self._tag is None:  # (a sizing trace writes past the size, on purpose)
+                self._check_in_range(index, "write to", n)
         rows = equal(range_(n, dtype=index.dtype), index)
         rows = reshape(rows, (n,) + (1,) * value._value.ndim)
         return self._copy(buffer=where(rows, expand_dims(value, 0), self._buffer))
@@ -346,7 +353,10 @@ class TensorArray(nest.Composite):
                                                    f"size is: {n}")
         index = _int_tensor(index)
         if at is None:
-            self._check_in_range(index, "read from", n)
+            if self._tag is None:
+                self._check_in_range(index, "read from", n)
+            if n == 0:  # a loop's array before it is sized: the values are not used
+                return zeros(self._element_shape, self._dtype)
             # the check raises when the graph runs; the clip keeps trace-time examples (a
             # branch not taken, a loop's first state) from failing the gather before that
             index = minimum(maximum(index, 0), max(n - 1, 0))
@@ -433,6 +443,24 @@ class TensorArray(nest.Composite):
         else:
             buffer = zeros((0,) + shape, self._dtype)
         return self._copy(elements=None, buffer=buffer, element_shape=shape, cleared=frozenset())
+
+    # --- growing in a traced loop (tracing/loop_sizing.py) ------------------------------------
+    @property
+    def _grows_in_loops(self):
+        return self._dynamic_size and self._element_shape is not None
+
+    def _tagged(self, tag):
+        """This array for a loop's sizing trace: writes record their index under ``tag``, and
+        it holds one row at least, so that reads have rows to gather from."""
+        return self._grown(max(self._size, 1))._copy(tag=tag)
+
+    def _grown(self, rows):
+        """This array as a buffer of ``rows`` rows (zeros after its own), untagged."""
+        array = self._buffered(None)
+        if rows > array._size:
+            extra = zeros((rows - array._size,) + array._element_shape, self._dtype)
+            array = array._copy(buffer=concat([array._buffer, extra], 0), size=rows)
+        return array._copy(tag=None)
 
     # --- nest.Composite: a loop variable, a branch's or a function's result ----------------
     def _as_tensors(self):

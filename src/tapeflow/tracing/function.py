@@ -166,7 +166,7 @@ class Function:
                 outs = concrete._run(*flat)
                 return outs[0] if concrete._single_output else concrete._pack(outs)
         concrete, tensors = self._concrete_for(args, kwargs)
-        if exact is not None:
+        if exact is not None and concrete.pinned is None:
             self._exact[exact] = concrete
         return concrete._call_flat(tensors)
 
@@ -199,6 +199,8 @@ class Function:
                     concrete = concrete.get(self, structure, leaves, shapes, tensors)
                 elif concrete.__class__ is _Undecided:
                     concrete = concrete.decide(self, key, structure, leaves, tensors)
+                elif concrete.__class__ is _PerValue:
+                    concrete = concrete.get(self, structure, leaves, tensors)
         return concrete, tensors
 
     def _check_signature(self, args, kwargs):
@@ -279,6 +281,9 @@ class Function:
             # TensorFlow traces twice on that first call to find out; so does this.
             self._made_variables = True
             first = self._trace_once(structure, leaves, shapes, probe=False)
+        if first.pinned is not None:
+            self._cache[key] = _PerValue(first)
+            return first
         if polymorphic and not any(isinstance(leaf, TensorSpec) for leaf in leaves):
             # Called with data: whether the graph depends on the free sizes is found out at the
             # first call with other sizes, by tracing for it (so the Python body never runs
@@ -325,6 +330,9 @@ class Function:
 
     def _trace_body(self, structure, leaves, shapes, probe):
         tracer = Tracer(self._name)
+        if context().trace is None:
+            # the integer arguments a loop's TensorArray size is computed from (loop_sizing)
+            tracer.pinned_inputs = set()
         traced_leaves = []
         argument_leaves = []  # what the call was, as a save records it: tensors as TensorSpecs
         k = 0
@@ -369,6 +377,11 @@ class Function:
                                     "returns tensors, Python numbers or None")
         tracer.graph.outputs = out_ids
         concrete = ConcreteFunction(tracer.graph, result, self._name)
+        pins = getattr(tracer, "pinned_inputs", None)
+        if pins:
+            positions = [k for k, vid in enumerate(tracer.graph.inputs) if vid in pins]
+            inputs = [leaf for leaf in traced_leaves if leaf.__class__ is SymbolicTensor]
+            concrete.pinned = (positions, _values_at(positions, [t._example for t in inputs]))
         concrete.structured_arguments = nest.pack_sequence_as(structure, argument_leaves)
         concrete.parameters = self._parameters()
         return concrete
@@ -467,6 +480,34 @@ class _Undecided:
         per_shape.add(second, leaves)
         function._cache[key] = per_shape
         return second
+
+
+class _PerValue:
+    """A signature whose graph holds the values of some integer arguments (the size a loop
+    grows a TensorArray to, from ``for i in tf.range(n)``): one ConcreteFunction per value."""
+
+    def __init__(self, first):
+        self._positions = first.pinned[0]
+        self._by_value = {first.pinned[1]: first}
+
+    def get(self, function, structure, leaves, tensors):
+        values = _values_at(self._positions, [t._value for t in tensors])
+        concrete = self._by_value.get(values)
+        if concrete is None:
+            function._count_trace()
+            exact = [tuple(t._value.shape) for t in tensors]
+            concrete = function._trace_once(structure, leaves, exact, probe=False)
+            if concrete.pinned is None or concrete.pinned[0] != self._positions:
+                raise AssertionError("a retrace pinned other arguments")  # traces are pure
+            self._by_value[values] = concrete
+        return concrete
+
+
+def _values_at(positions, arrays):
+    """The host values of ``arrays`` at ``positions`` (a pinned trace's key; a deliberate
+    read of a few integer scalars)."""
+    return tuple(backend.to_host(arrays[k]).tobytes() + str(arrays[k].dtype).encode()
+                 for k in positions)
 
 
 class _PerShape:
@@ -597,6 +638,8 @@ class ConcreteFunction:
         # TensorSpecs, and the Python function's parameters (a save records both)
         self.structured_arguments = None
         self.parameters = None
+        # (input positions, their values) the graph was traced for, where it holds them
+        self.pinned = None
 
     def relax_types(self, other):
         """Mark dimensions that differ in ``other`` (the probe trace) as free (None)."""
@@ -680,6 +723,8 @@ class ConcreteFunction:
         return tensors
 
     def _call_flat(self, tensors):
+        if self.pinned is not None:
+            self._check_pinned(tensors)
         if context().active:
             # Under a tape (or inside another trace) the graph as traced runs op by op: its
             # constants are still the eager tensors they came from, none folded away.
@@ -693,6 +738,14 @@ class ConcreteFunction:
                 raise TypeError(f"{self.name} takes {self._n_inputs} tensors, got {len(tensors)}")
             outs = self._run(*tensors)
         return self._pack(outs)
+
+    def _check_pinned(self, tensors):
+        positions, values = self.pinned
+        if _values_at(positions, [t._value for t in tensors]) != values:
+            names = ", ".join(f"input {k}" for k in positions)
+            raise ValueError(f"{self.name} was traced for the values its {names} had then (a "
+                             f"TensorArray grown by a loop they bound); it was called with "
+                             f"others: call the tf.function, which traces once per value")
 
     def _pack(self, outs):
         template = self._outputs_template

@@ -149,9 +149,9 @@ def _check_branch_value(name, value, label, where):
 
 
 def _types(value, name, where):
-    try:
+    try:  # a TensorArray is its buffer, as a loop variable of tf.while_loop
         leaves = [v.value() if isinstance(v, Variable) else v if isinstance(v, Tensor)
-                  else convert_to_tensor(v) for v in nest.flatten(value)]
+                  else convert_to_tensor(v) for v in nest.flatten(value, expand_composites=True)]
     except (TypeError, ValueError):
         raise located(where, f"{_label(name)} holds {type(value).__name__} {value!r}, which is "
                              "not a tensor: a tensor `if`/loop can only carry tensors",
@@ -160,6 +160,8 @@ def _types(value, name, where):
 
 
 def _check_same(name, a, b, a_where, b_where, where, loop=False):
+    if loop and nest.refine_composites(a, b) is not None:
+        return  # a TensorArray learning its element shape: tf.while_loop traces again
     if nest.structure_key(a) != nest.structure_key(b):
         what = "nested structure" if name != _RETVAL else "structure (a tensor-dependent " \
             "`return` of different structures)"
