@@ -170,3 +170,33 @@ def test_a_concrete_function_is_for_the_value_it_was_traced_with():
     assert tuple(concrete(X, tf.constant(3)).shape) == (3, 2)
     with pytest.raises(ValueError, match="was traced for the values its input 1 had then"):
         concrete(X, tf.constant(4))
+
+
+def test_an_input_signature_function_traces_once_per_bounding_value(capsys):
+    # the sizing run at trace time leaves the loop's tf.print for the calls
+    @tf.function(input_signature=[tf.TensorSpec([], tf.int32)])
+    def count(n):
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        for i in tf.range(n):
+            tf.print("step", i)
+            ta = ta.write(i, tf.cast(i, tf.float32))
+        return ta.stack()
+
+    assert count(tf.constant(3)).numpy().tolist() == [0.0, 1.0, 2.0]
+    assert count(tf.constant(2)).numpy().tolist() == [0.0, 1.0]
+    assert count(tf.constant(3)).numpy().tolist() == [0.0, 1.0, 2.0]
+    assert count.experimental_get_tracing_count() == 2
+    assert capsys.readouterr().err.count("step") == 8  # (tf.print writes to stderr)
+
+
+def test_a_write_inside_a_branch_of_the_body_is_refused():
+    @tf.function
+    def evens(n):
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=())
+        for i in tf.range(n):
+            if i % 2 == 0:
+                ta = ta.write(i // 2, tf.cast(i, tf.float32))
+        return ta.stack()
+
+    with pytest.raises(ValueError, match="written inside a tf.cond or an inner loop"):
+        evens(tf.constant(4))

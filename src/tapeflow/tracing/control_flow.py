@@ -429,6 +429,11 @@ def _sized(cond, body, structure, spread, carried, trace, maximum_iterations):
         res = _one_var_body(structure, res, None)[0]
         new_highs = list(values[n_items:])
         for tag, index in rec.writes:
+            if _is_symbolic(index) and index._tracer is not context().trace:
+                raise ValueError(
+                    "tf.TensorArray(dynamic_size=True) is written inside a tf.cond or an inner "
+                    "loop of a traced tf.while_loop's body: how far it grows is not known when "
+                    "tracing; give it a size= that covers the writes")
             new_highs[tag] = maximum(new_highs[tag], add(cast(index, "int32"), 1))
         return (list(res) if spread else [res]) + new_highs
 
@@ -443,6 +448,7 @@ def _sized(cond, body, structure, spread, carried, trace, maximum_iterations):
                                      [c_flat, b_flat + [b_tr.read(v) for v in carried]])
     high_ids = list(range(len(flat) - len(highs), len(flat)))
     _check_static(cond_g, body_g, init, caps, high_ids, trace)
+    cond_g, body_g = _without_effects(cond_g), _without_effects(body_g)  # no prints now
     state = [example(t) for t in init]
     cap_values = [example(c) for c in caps]
     trips = 0
@@ -458,6 +464,14 @@ def _sized(cond, body, structure, spread, carried, trace, maximum_iterations):
     for size, k in zip(sizes, tags):
         grown[k] = leaves[k]._grown(size)
     return nest.pack_sequence_as(structure, grown)
+
+
+def _without_effects(graph):
+    """``graph`` without its effects (prints, assertions): a sizing run only counts."""
+    out = SubGraph(graph.name)
+    out.__dict__.update({k: v for k, v in graph.__dict__.items() if k != "_runs"})
+    out.eqns = [e for e in graph.eqns if not is_effect(e.op)]
+    return out
 
 
 def _check_static(cond_g, body_g, init, caps, high_ids, trace):

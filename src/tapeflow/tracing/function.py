@@ -282,7 +282,7 @@ class Function:
             self._made_variables = True
             first = self._trace_once(structure, leaves, shapes, probe=False)
         if first.pinned is not None:
-            self._cache[key] = _PerValue(first)
+            self._cache[key] = _PerValue(first, leaves)
             return first
         if polymorphic and not any(isinstance(leaf, TensorSpec) for leaf in leaves):
             # Called with data: whether the graph depends on the free sizes is found out at the
@@ -486,16 +486,18 @@ class _PerValue:
     """A signature whose graph holds the values of some integer arguments (the size a loop
     grows a TensorArray to, from ``for i in tf.range(n)``): one ConcreteFunction per value."""
 
-    def __init__(self, first):
+    def __init__(self, first, leaves):
         self._positions = first.pinned[0]
-        self._by_value = {first.pinned[1]: first}
+        self._by_value = {(_concrete_shapes(leaves), first.pinned[1]): first}
 
     def get(self, function, structure, leaves, tensors):
-        values = _values_at(self._positions, [t._value for t in tensors])
+        arrays = [t._value if isinstance(t, Tensor) else _example(t, None, False)
+                  for t in tensors]  # (a TensorSpec: zeros, as it is traced with)
+        values = (_concrete_shapes(leaves), _values_at(self._positions, arrays))
         concrete = self._by_value.get(values)
         if concrete is None:
             function._count_trace()
-            exact = [tuple(t._value.shape) for t in tensors]
+            exact = [tuple(a.shape) for a in arrays]
             concrete = function._trace_once(structure, leaves, exact, probe=False)
             if concrete.pinned is None or concrete.pinned[0] != self._positions:
                 raise AssertionError("a retrace pinned other arguments")  # traces are pure
