@@ -74,6 +74,14 @@ def _int_tensor(index):
     return t
 
 
+def _indices(indices):
+    """``indices`` as given, or a list holding traced indices (``[i, 0]`` in a loop) as one
+    tensor of them, as TensorFlow converts it."""
+    if isinstance(indices, (list, tuple)) and any(isinstance(i, Tensor) for i in indices):
+        return stack([_int_tensor(i) for i in indices])
+    return indices
+
+
 def _shape_text(shape):
     return "<unknown>" if shape is None else "(" + ", ".join(str(d) for d in shape) + \
         ("," if len(shape) == 1 else "") + ")"
@@ -276,6 +284,7 @@ class TensorArray(nest.Composite):
     def scatter(self, indices, value, name=None):
         """``value[k]`` written at ``indices[k]`` for each k."""
         value = self._checked_value(value, "write")
+        indices = _indices(indices)
         if isinstance(indices, Tensor) and _known(indices) is None:
             rows = [indices[k] for k in range(indices._value.shape[0])]
         else:
@@ -375,6 +384,7 @@ class TensorArray(nest.Composite):
 
     def gather(self, indices, name=None):
         """The elements at ``indices``, stacked."""
+        indices = _indices(indices)
         if self._elements is None or (isinstance(indices, Tensor) and _known(indices) is None):
             buffered = self._buffered(None)
             indices = indices if isinstance(indices, Tensor) else \

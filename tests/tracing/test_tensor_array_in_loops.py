@@ -200,3 +200,26 @@ def test_a_write_inside_a_branch_of_the_body_is_refused():
 
     with pytest.raises(ValueError, match="written inside a tf.cond or an inner loop"):
         evens(tf.constant(4))
+
+
+def _gather_in_loop(x):
+    ta = tf.TensorArray(tf.float64, size=3).unstack(x)
+    s = tf.constant(0.0, tf.float64)
+    for i in tf.range(3):  # a list holding the loop counter: converted as TensorFlow does
+        s += tf.reduce_sum(ta.gather([i, 0])) * x[i]
+    return s
+
+
+def test_gather_and_scatter_at_lists_of_traced_indices():
+    x = tf.constant([1.0, 2.0, 3.0], tf.float64)
+    assert float(tf.function(_gather_in_loop)(x)) == float(_gather_in_loop(x)) == 20.0
+    check_grads(tf.function(_gather_in_loop), [x.numpy()], order=2)
+
+    @tf.function
+    def interleave(x):
+        ta = tf.TensorArray(tf.float32, size=6)
+        for i in tf.range(3):
+            ta = ta.scatter([2 * i, 2 * i + 1], tf.stack([x[i], -x[i]]))
+        return ta.stack()
+
+    assert interleave(tf.constant([1.0, 2.0, 3.0])).numpy().tolist() == [1, -1, 2, -2, 3, -3]
