@@ -223,3 +223,20 @@ def test_gather_and_scatter_at_lists_of_traced_indices():
         return ta.stack()
 
     assert interleave(tf.constant([1.0, 2.0, 3.0])).numpy().tolist() == [1, -1, 2, -2, 3, -3]
+
+
+def test_a_data_dependent_loop_keeps_the_size_it_was_given():
+    # dynamic_size with a size= that covers the writes: the loop is not sized, and a write
+    # past the size raises when the graph runs
+    @tf.function
+    def until(x):
+        ta = tf.TensorArray(tf.float32, size=4, dynamic_size=True)
+        i = tf.constant(0)
+        while tf.reduce_sum(x) > tf.cast(i, tf.float32):
+            ta = ta.write(i, tf.cast(i, tf.float32))
+            i += 1
+        return ta.stack()
+
+    assert until(tf.constant([2.5])).numpy().tolist() == [0.0, 1.0, 2.0, 0.0]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Tried to write to index 4"):
+        until(tf.constant([4.5]))

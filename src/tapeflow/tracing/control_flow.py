@@ -447,7 +447,15 @@ def _sized(cond, body, structure, spread, carried, trace, maximum_iterations):
     caps, (cond_g, body_g) = _finish([c_tr, b_tr], [n_vars, n_vars],
                                      [c_flat, b_flat + [b_tr.read(v) for v in carried]])
     high_ids = list(range(len(flat) - len(highs), len(flat)))
-    _check_static(cond_g, body_g, init, caps, high_ids, trace)
+    if not _is_static(cond_g, body_g, init, caps, high_ids, trace):
+        if all(leaves[k]._size for k in tags):
+            return None  # sized by the user: a write past it raises when the graph runs
+        raise ValueError(
+            "tf.TensorArray(dynamic_size=True, size=0) grows in a traced tf.while_loop whose "
+            "number of writes depends on the function's data (or on a value computed inside "
+            "it): a traced graph keeps static shapes.  Bound the loop by constants or by an "
+            "integer argument of the tf.function (it is then traced once per value), or give "
+            "the TensorArray a size= that covers the writes")
     cond_g, body_g = _without_effects(cond_g), _without_effects(body_g)  # no prints now
     state = [example(t) for t in init]
     cap_values = [example(c) for c in caps]
@@ -474,8 +482,8 @@ def _without_effects(graph):
     return out
 
 
-def _check_static(cond_g, body_g, init, caps, high_ids, trace):
-    """Refuse a loop whose trip count or written indices can change from call to call,
+def _is_static(cond_g, body_g, init, caps, high_ids, trace):
+    """Whether the loop's trip count and written indices are the same at every call,
     pinning the function's integer arguments they depend on (the function then traces
     once per value of them)."""
     n = len(init)
@@ -495,13 +503,8 @@ def _check_static(cond_g, body_g, init, caps, high_ids, trace):
         if static_outputs(cond_g, {cond_g.inputs[p] for p in static})[0] and \
                 all(p in static for p in high_ids):
             trace.pinned_inputs.update(c._vid for c in caps if id(c) in pinned)
-            return
-    raise ValueError(
-        "tf.TensorArray(dynamic_size=True) grows in a traced tf.while_loop whose number of "
-        "writes depends on the function's data (or on a value computed inside it): a traced "
-        "graph keeps static shapes.  Bound the loop by constants or by an integer argument of "
-        "the tf.function (it is then traced once per value), or give the TensorArray a size= "
-        "that covers the writes")
+            return True
+    return False
 
 
 def _one_var_body(structure, res, flat):

@@ -9,7 +9,9 @@ right for every call only if the trip count and the written indices are the same
 every call: ``static_outputs`` checks it on the graphs (they must depend on constants and
 on loop variables that start from constants only).  Where they depend on an integer
 argument of the ``tf.function`` (``for i in tf.range(n)``), the function *pins* that
-argument: it keys its traces on the argument's value, as it keys them on shapes.
+argument: it keys its traces on the argument's value, as it keys them on shapes.  Where
+they depend on data, an array given a ``size`` keeps it (a write past it raises when the
+graph runs) and one of size 0 is refused.  A sizing run leaves out prints and assertions.
 """
 import threading
 
