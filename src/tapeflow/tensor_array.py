@@ -24,8 +24,9 @@ gives it that (``tracing/loop_sizing.py``): the trip count must be fixed by
 constants or by integer arguments of the ``tf.function``, which then traces once
 per value of them.  Elsewhere a write at a traced index cannot grow the array: a
 write past its size raises InvalidArgumentError when the graph runs.
-``clear_after_read`` is enforced eagerly only (TensorFlow 2 ignores it in graphs too).  An element shape not given is taken from the first write; a
-traced ``tf.while_loop`` learns it from its body and traces the body again.
+``clear_after_read`` is enforced eagerly only (TensorFlow 2 ignores it in graphs
+too).  An element shape not given is taken from the first write; a traced
+``tf.while_loop`` learns it from its body and traces the body again.
 """
 import numpy as np
 
