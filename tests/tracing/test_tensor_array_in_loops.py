@@ -168,7 +168,7 @@ def test_a_trip_count_that_depends_on_data_is_refused():
 def test_a_concrete_function_is_for_the_value_it_was_traced_with():
     concrete = tf.function(_grow_while).get_concrete_function(X, tf.constant(3))
     assert tuple(concrete(X, tf.constant(3)).shape) == (3, 2)
-    with pytest.raises(ValueError, match="was traced for the values its input 1 had then"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="_grow_while was traced for input 1 == 3 .*called with 4"):
         concrete(X, tf.constant(4))
 
 
@@ -240,3 +240,21 @@ def test_a_data_dependent_loop_keeps_the_size_it_was_given():
     assert until(tf.constant([2.5])).numpy().tolist() == [0.0, 1.0, 2.0, 0.0]
     with pytest.raises(tf.errors.InvalidArgumentError, match="Tried to write to index 4"):
         until(tf.constant([4.5]))
+
+
+def test_a_saved_trace_checks_the_value_it_was_traced_for(tmp_path):
+    class Counter(tf.Module):
+        @tf.function
+        def count(self, n):
+            ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+            for i in tf.range(n):
+                ta = ta.write(i, tf.cast(i, tf.float32))
+            return ta.stack()
+
+    module = Counter()
+    assert module.count(tf.constant(3)).numpy().tolist() == [0.0, 1.0, 2.0]
+    tf.saved_model.save(module, str(tmp_path))
+    loaded = tf.saved_model.load(str(tmp_path))
+    assert loaded.count(tf.constant(3)).numpy().tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="traced for input 0 == 3"):
+        loaded.count(tf.constant(4))  # not a silently zero-padded or cut result

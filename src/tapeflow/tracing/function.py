@@ -29,6 +29,8 @@ from ..core import nest
 from ..core.context import PER_THREAD, context
 from ..core.tensor import Tensor, Variable, convert_to_tensor, variables_made_in_traces
 from ..dtypes import as_dtype, numpy_dtype
+from ..ops import assertion
+from ..ops.arithmetic import equal
 from .argument_mutation import check_unmodified, snapshot
 from .autograph import convert as autograph_convert
 from .compiler import compile_graph, interpret, optimize
@@ -361,6 +363,8 @@ class Function:
             else self.python_function
         with tracing(tracer):
             result = traced_function(*full, **kwargs)
+            _assert_pinned(self._name, tracer,
+                           [leaf for leaf in traced_leaves if leaf.__class__ is SymbolicTensor])
             if self._check_mutation:
                 check_unmodified(before, full, kwargs, self.python_function)
             flat_out = nest.flatten(result, expand_composites=True)
@@ -490,6 +494,9 @@ class _PerValue:
         self._positions = first.pinned[0]
         self._by_value = {(_concrete_shapes(leaves), first.pinned[1]): first}
 
+    def concretes(self):
+        return list(self._by_value.values())
+
     def get(self, function, structure, leaves, tensors):
         arrays = [t._value if isinstance(t, Tensor) else _example(t, None, False)
                   for t in tensors]  # (a TensorSpec: zeros, as it is traced with)
@@ -503,6 +510,27 @@ class _PerValue:
                 raise AssertionError("a retrace pinned other arguments")  # traces are pure
             self._by_value[values] = concrete
         return concrete
+
+
+def _assert_pinned(name, tracer, placeholders):
+    """First in the graph, wherever it runs (a ConcreteFunction called directly, a saved
+    one): an assertion that each pinned input has the value it was traced for."""
+    pins = getattr(tracer, "pinned_inputs", None)
+    if not pins:
+        return
+    eqns = tracer.graph.eqns
+    start = len(eqns)
+    for k, placeholder in enumerate(placeholders):
+        if placeholder._vid in pins:
+            traced_for = placeholder._example
+            assertion.assert_that(
+                equal(placeholder, convert_to_tensor(traced_for)),
+                [f"{name} was traced for input {k} == {backend.to_host(traced_for)} (a loop it "
+                 "bounds sizes a TensorArray); it was called with", None,
+                 ": call the tf.function, which traces once per value"], [placeholder])
+    added = eqns[start:]
+    del eqns[start:]
+    eqns[0:0] = added  # (they read only inputs and constants)
 
 
 def _values_at(positions, arrays):
@@ -725,8 +753,6 @@ class ConcreteFunction:
         return tensors
 
     def _call_flat(self, tensors):
-        if self.pinned is not None:
-            self._check_pinned(tensors)
         if context().active:
             # Under a tape (or inside another trace) the graph as traced runs op by op: its
             # constants are still the eager tensors they came from, none folded away.
@@ -740,14 +766,6 @@ class ConcreteFunction:
                 raise TypeError(f"{self.name} takes {self._n_inputs} tensors, got {len(tensors)}")
             outs = self._run(*tensors)
         return self._pack(outs)
-
-    def _check_pinned(self, tensors):
-        positions, values = self.pinned
-        if _values_at(positions, [t._value for t in tensors]) != values:
-            names = ", ".join(f"input {k}" for k in positions)
-            raise ValueError(f"{self.name} was traced for the values its {names} had then (a "
-                             f"TensorArray grown by a loop they bound); it was called with "
-                             f"others: call the tf.function, which traces once per value")
 
     def _pack(self, outs):
         template = self._outputs_template
