@@ -258,3 +258,19 @@ def test_a_saved_trace_checks_the_value_it_was_traced_for(tmp_path):
     assert loaded.count(tf.constant(3)).numpy().tolist() == [0.0, 1.0, 2.0]
     with pytest.raises(tf.errors.InvalidArgumentError, match="traced for input 0 == 3"):
         loaded.count(tf.constant(4))  # not a silently zero-padded or cut result
+
+
+def test_an_autograph_if_carries_an_array():
+    # each branch's array stays in its own graph (compared by its static description)
+    def pick(x, flag):
+        ta = tf.TensorArray(tf.float32, size=2).write(0, x)
+        if flag:
+            ta = ta.write(1, x * 2.0)
+        else:
+            ta = ta.write(1, -x)
+        return ta.stack()
+
+    x = tf.constant([1.0, 2.0])
+    for flag in (True, False):
+        assert tf.function(pick)(x, tf.constant(flag)).numpy().tolist() == \
+            pick(x, tf.constant(flag)).numpy().tolist()

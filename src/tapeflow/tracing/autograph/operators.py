@@ -149,14 +149,22 @@ def _check_branch_value(name, value, label, where):
 
 
 def _types(value, name, where):
-    try:  # a TensorArray is its buffer, as a loop variable of tf.while_loop
-        leaves = [v.value() if isinstance(v, Variable) else v if isinstance(v, Tensor)
-                  else convert_to_tensor(v) for v in nest.flatten(value, expand_composites=True)]
-    except (TypeError, ValueError):
-        raise located(where, f"{_label(name)} holds {type(value).__name__} {value!r}, which is "
-                             "not a tensor: a tensor `if`/loop can only carry tensors",
-                      TypeError) from None
-    return [(tuple(t.shape), t.dtype.name) for t in leaves]
+    types = []
+    for v in nest.flatten(value):
+        if isinstance(v, nest.Composite):
+            # a TensorArray, described without flattening it here (a branch's array would be
+            # stacked in the other branch's graph); cond and while_loop carry its buffer
+            types.append(((type(v).__name__,), str(v._structure_key())))
+            continue
+        try:
+            t = v.value() if isinstance(v, Variable) else v if isinstance(v, Tensor) \
+                else convert_to_tensor(v)
+        except (TypeError, ValueError):
+            raise located(where, f"{_label(name)} holds {type(value).__name__} {value!r}, which "
+                                 "is not a tensor: a tensor `if`/loop can only carry tensors",
+                          TypeError) from None
+        types.append((tuple(t.shape), t.dtype.name))
+    return types
 
 
 def _check_same(name, a, b, a_where, b_where, where, loop=False):
