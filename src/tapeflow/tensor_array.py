@@ -517,8 +517,10 @@ class TensorArray(nest.Composite):
         return (self._dtype.name, self._size, self._element_shape, self._dynamic_size)
 
     def _refine(self, other):
+        # only an array that holds nothing yet (a loop's first state) takes another's shape
         if self._element_shape is None and other._element_shape is not None and \
-                other._size == self._size:
+                other._size == self._size and self._buffer is None and (
+                    self._elements is None or all(e is None for e in self._elements)):
             return self._copy(elements=None, buffer=None, element_shape=other._element_shape,
                               traced=True)
         return None

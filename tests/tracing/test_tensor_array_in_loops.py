@@ -274,3 +274,17 @@ def test_an_autograph_if_carries_an_array():
     for flag in (True, False):
         assert tf.function(pick)(x, tf.constant(flag)).numpy().tolist() == \
             pick(x, tf.constant(flag)).numpy().tolist()
+
+
+def test_an_autograph_if_without_else_writes_an_array_in_a_loop():
+    # the array the loop starts with holds nothing yet: the branch that skips the write
+    # takes the element shape the other branch's write gives it
+    def evens(n):
+        ta = tf.TensorArray(tf.float32, size=4)
+        for i in tf.range(n):
+            if i % 2 == 0:
+                ta = ta.write(i // 2, tf.cast(i, tf.float32) + 1.0)
+        return ta.stack()
+
+    assert tf.function(evens)(tf.constant(6)).numpy().tolist() == \
+        evens(tf.constant(6)).numpy().tolist() == [1.0, 3.0, 5.0, 0.0]

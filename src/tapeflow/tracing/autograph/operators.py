@@ -125,6 +125,9 @@ def _graph_if(test, body, orelse, get_state, set_state, names, live, assigned, w
                 _check_branch_value(names[k], state[k], label, where)
                 out.append(state[k])
             if "main" in seen:
+                # an array the else branch leaves empty takes the element shape the main
+                # branch's write gave it (`if c: ta = ta.write(i, x)` with no else)
+                out = [nest.refine_composites(b, a) or b for a, b in zip(seen["main"], out)]
                 for k, a, b in zip(keep, seen["main"], out):
                     _check_same(names[k], a, b, "in the main branch", "in the else branch", where)
             seen[label] = out
@@ -184,7 +187,15 @@ def _check_same(name, a, b, a_where, b_where, where, loop=False):
 
 
 def _sketch(value):
-    return repr(nest.pack_sequence_as(value, ["T"] * len(nest.flatten(value))))
+    """``value`` with each tensor shown as 'T' (a TensorArray as itself: its element shape)."""
+    leaves = nest.flatten(value)
+    return repr(nest.pack_sequence_as(value, [_Shown(repr(v)) if isinstance(v, nest.Composite)
+                                              else "T" for v in leaves]))
+
+
+class _Shown(str):
+    def __repr__(self):
+        return str(self)
 
 
 # --- while ---------------------------------------------------------------------------------------
