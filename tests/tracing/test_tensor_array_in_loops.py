@@ -288,3 +288,16 @@ def test_an_autograph_if_without_else_writes_an_array_in_a_loop():
 
     assert tf.function(evens)(tf.constant(6)).numpy().tolist() == \
         evens(tf.constant(6)).numpy().tolist() == [1.0, 3.0, 5.0, 0.0]
+
+
+def test_the_body_reads_what_it_grew():
+    # written before the loop, then each step reads the previous element
+    def doubling(n):
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, clear_after_read=False)
+        ta = ta.write(0, 1.0)
+        for i in tf.range(1, n):
+            ta = ta.write(i, ta.read(i - 1) * 2.0)
+        return ta.stack()
+
+    assert tf.function(doubling)(tf.constant(5)).numpy().tolist() == \
+        doubling(tf.constant(5)).numpy().tolist() == [1.0, 2.0, 4.0, 8.0, 16.0]
