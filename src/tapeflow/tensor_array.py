@@ -18,12 +18,15 @@ old one is left as it was.  A TensorArray holds its elements in one of two ways:
 
 Limits, chosen so that a traced graph keeps static shapes: in the buffer form the
 size is fixed.  ``dynamic_size=True`` grows the array at writes to a known index
-(eagerly, or a Python int in a trace), but a write at a traced index (a
-``tf.while_loop`` counter) cannot grow it: give the TensorArray a ``size`` that
-covers the loop's writes (a write past it raises InvalidArgumentError when the
-graph runs).  ``clear_after_read`` is enforced eagerly only (TensorFlow 2 ignores
-it in graphs too).  An element shape not given is taken from the first write; a
-traced ``tf.while_loop`` learns it from its body and traces the body again.
+(eagerly, or a Python int in a trace); a traced ``tf.while_loop`` (or AutoGraph
+loop) that writes it at its counter first finds the size the loop reaches and
+gives it that (``tracing/loop_sizing.py``): the trip count must be fixed by
+constants or by integer arguments of the ``tf.function``, which then traces once
+per value of them.  Elsewhere a write at a traced index cannot grow the array: a
+write past its size raises InvalidArgumentError when the graph runs.
+``clear_after_read`` is enforced eagerly only (TensorFlow 2 ignores it in graphs
+too).  An element shape not given is taken from the first write; a traced
+``tf.while_loop`` learns it from its body and traces the body again.
 """
 import numpy as np
 
@@ -38,6 +41,7 @@ from .ops.arithmetic import equal, greater_equal, less, logical_and, maximum, mi
 from .ops.creation import range_, zeros
 from .ops.elementwise import identity
 from .ops.shape import concat, expand_dims, gather, reshape, split, stack, unstack, where
+from .tracing.loop_sizing import is_recording, record_write
 from .tracing.tracer import SymbolicTensor
 
 __all__ = ["TensorArray"]
@@ -71,6 +75,14 @@ def _int_tensor(index):
     return t
 
 
+def _indices(indices):
+    """``indices`` as given, or a list holding traced indices (``[i, 0]`` in a loop) as one
+    tensor of them, as TensorFlow converts it."""
+    if isinstance(indices, (list, tuple)) and any(isinstance(i, Tensor) for i in indices):
+        return stack([_int_tensor(i) for i in indices])
+    return indices
+
+
 def _shape_text(shape):
     return "<unknown>" if shape is None else "(" + ", ".join(str(d) for d in shape) + \
         ("," if len(shape) == 1 else "") + ")"
@@ -81,7 +93,7 @@ class TensorArray(nest.Composite):
 
     __slots__ = ("_dtype", "_dynamic_size", "_clear_after_read", "_infer_shape",
                  "_element_shape", "_elements", "_cleared", "_buffer", "_size", "_traced",
-                 "_flat_cache")
+                 "_flat_cache", "_tag")
 
     def __init__(self, dtype, size=None, dynamic_size=None, clear_after_read=None,
                  tensor_array_name=None, handle=None, flow=None, infer_shape=True,
@@ -101,6 +113,7 @@ class TensorArray(nest.Composite):
         self._size = n
         self._traced = context().trace is not None
         self._flat_cache = None  # (trace, buffer) of the last flattening: see _components
+        self._tag = None  # which growing array of a loop being sized this is (loop_sizing)
 
     # --- construction helpers ----------------------------------------------------------------
     @staticmethod
@@ -232,12 +245,15 @@ class TensorArray(nest.Composite):
                                   size=at + 1)._write_row(index, at, value)
         index = _int_tensor(index)
         if at is None:
-            if n == 0:
+            record_write(self._tag, index)
+            in_loop = self._dynamic_size and is_recording()  # the loop sizes it first
+            if n == 0 and not in_loop:
                 raise ValueError(
-                    "TensorArray.write at a traced index (a loop counter) into a TensorArray "
-                    "of size 0: inside a traced tf.while_loop a TensorArray cannot grow; give it "
-                    "size= (at least as many elements as the loop writes)")
-            self._check_in_range(index, "write to", n)
+                    "TensorArray.write at a traced index into a TensorArray of size 0 outside "
+                    "a tf.while_loop or AutoGraph loop: it cannot grow there; give it size= (at "
+                    "least as many elements as are written)")
+            if self._tag is None:  # (a sizing trace writes past the size, on purpose)
+                self._check_in_range(index, "write to", n)
         rows = equal(range_(n, dtype=index.dtype), index)
         rows = reshape(rows, (n,) + (1,) * value._value.ndim)
         return self._copy(buffer=where(rows, expand_dims(value, 0), self._buffer))
@@ -269,6 +285,7 @@ class TensorArray(nest.Composite):
     def scatter(self, indices, value, name=None):
         """``value[k]`` written at ``indices[k]`` for each k."""
         value = self._checked_value(value, "write")
+        indices = _indices(indices)
         if isinstance(indices, Tensor) and _known(indices) is None:
             rows = [indices[k] for k in range(indices._value.shape[0])]
         else:
@@ -346,7 +363,10 @@ class TensorArray(nest.Composite):
                                                    f"size is: {n}")
         index = _int_tensor(index)
         if at is None:
-            self._check_in_range(index, "read from", n)
+            if self._tag is None:
+                self._check_in_range(index, "read from", n)
+            if n == 0:  # a loop's array before it is sized: the values are not used
+                return zeros(self._element_shape, self._dtype)
             # the check raises when the graph runs; the clip keeps trace-time examples (a
             # branch not taken, a loop's first state) from failing the gather before that
             index = minimum(maximum(index, 0), max(n - 1, 0))
@@ -365,6 +385,7 @@ class TensorArray(nest.Composite):
 
     def gather(self, indices, name=None):
         """The elements at ``indices``, stacked."""
+        indices = _indices(indices)
         if self._elements is None or (isinstance(indices, Tensor) and _known(indices) is None):
             buffered = self._buffered(None)
             indices = indices if isinstance(indices, Tensor) else \
@@ -434,6 +455,24 @@ class TensorArray(nest.Composite):
             buffer = zeros((0,) + shape, self._dtype)
         return self._copy(elements=None, buffer=buffer, element_shape=shape, cleared=frozenset())
 
+    # --- growing in a traced loop (tracing/loop_sizing.py) ------------------------------------
+    @property
+    def _grows_in_loops(self):
+        return self._dynamic_size and self._element_shape is not None
+
+    def _tagged(self, tag):
+        """This array for a loop's sizing trace: writes record their index under ``tag``, and
+        it holds one row at least, so that reads have rows to gather from."""
+        return self._grown(max(self._size, 1))._copy(tag=tag)
+
+    def _grown(self, rows):
+        """This array as a buffer of ``rows`` rows (zeros after its own), untagged."""
+        array = self._buffered(None)
+        if rows > array._size:
+            extra = zeros((rows - array._size,) + array._element_shape, self._dtype)
+            array = array._copy(buffer=concat([array._buffer, extra], 0), size=rows)
+        return array._copy(tag=None)
+
     # --- nest.Composite: a loop variable, a branch's or a function's result ----------------
     def _as_tensors(self):
         """Whether this array flattens to its buffer (it lives in a trace) or to nothing."""
@@ -478,8 +517,10 @@ class TensorArray(nest.Composite):
         return (self._dtype.name, self._size, self._element_shape, self._dynamic_size)
 
     def _refine(self, other):
+        # only an array that holds nothing yet (a loop's first state) takes another's shape
         if self._element_shape is None and other._element_shape is not None and \
-                other._size == self._size:
+                other._size == self._size and self._buffer is None and (
+                    self._elements is None or all(e is None for e in self._elements)):
             return self._copy(elements=None, buffer=None, element_shape=other._element_shape,
                               traced=True)
         return None

@@ -449,12 +449,10 @@ def _square_plus_one_loop(size):
 
 def test_while_loop_dynamic_size():
     # TF: tensor_array_ops_test.py::testWhileLoopDynamicSizeZeroXla.  Eagerly the array grows;
-    # in a traced loop it cannot (one buffer of static shape): size 0 is refused with an
-    # error saying what to do, and a size covering the writes gives TensorFlow's values.
+    # a traced loop bounded by a constant is sized before it is traced (loop_sizing)
     assert _square_plus_one_loop(0).numpy().tolist() == [1, 2, 5, 10, 17]
     assert tf.function(_square_plus_one_loop)(5).numpy().tolist() == [1, 2, 5, 10, 17]
-    with pytest.raises(ValueError, match="cannot grow; give it size="):
-        tf.function(_square_plus_one_loop)(0)
+    assert tf.function(_square_plus_one_loop)(0).numpy().tolist() == [1, 2, 5, 10, 17]
 
 
 def test_traced_write_past_the_size_raises_when_the_graph_runs():

@@ -139,9 +139,10 @@ class Dataset(WindowingMixin, PaddingMixin, FoldsMixin, GroupingMixin, Resamplin
     # --- transformations ---------------------------------------------------------------------------
     def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None):
         """``map_func`` applied to each element (traced once per element signature)."""
-        from ..tracing.function import function
+        from ..tracing.function import Function
         from ..tracing.tracer import TraceError
-        traced = function(map_func)
+        # as TensorFlow's dataset functions, which get fresh containers: `d.pop("label")` is fine
+        traced = Function(map_func, check_argument_mutation=False)
         state = {"eager": False}
 
         def apply(element):

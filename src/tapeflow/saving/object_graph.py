@@ -50,7 +50,7 @@ def concretes_of(value):
     """``[(ConcreteFunction, input_signature or None)]`` a function attribute holds: a
     tf.function with an input_signature its one graph (traced now if it was not yet), one
     without every graph it was traced for; [] for anything else."""
-    from ..tracing.function import _PerShape
+    from ..tracing.function import _PerShape, _PerValue
     if isinstance(value, ConcreteFunction):
         return [(value, None)]
     if isinstance(value, LoadedFunction):  # a loaded object saved again
@@ -62,6 +62,8 @@ def concretes_of(value):
         for entry in value._cache.values():
             if isinstance(entry, _PerShape):
                 found.extend((c, None) for c in entry._by_shape.values())
+            elif isinstance(entry, _PerValue):  # each checks the values it was traced for
+                found.extend((c, None) for c in entry.concretes())
             else:
                 found.append((entry, None))
         return found

@@ -53,14 +53,15 @@ from ..core.dispatch import apply
 from ..core.tape import GradientTape
 from ..core.registry import def_primitive, register_gradient
 from ..core.tensor import Tensor, Variable, convert_to_tensor, made_before, next_tensor_id
-from ..ops.arithmetic import add, greater, less, logical_and, subtract
+from ..ops.arithmetic import add, greater, less, logical_and, maximum, subtract
 from ..ops.elementwise import identity
 from ..ops.reduce import reduce_sum
-from ..ops.shape import stack
+from ..ops.shape import cast, stack
 from .compiler import compile_graph, optimize
 from .graph_vjp import (add_cotangents, call_graph, cotangent_batch_ndim, example, graph_vjp,
                         is_float, lead_axes, or_zeros, per_row, zeros_cotangent)
 from .ir import ASSIGN, Graph, is_effect
+from .loop_sizing import growing, recording, static_outputs
 from .tracer import SymbolicTensor, TraceError, Tracer, tracing
 
 __all__ = ["cond", "while_loop", "map_fn"]
@@ -363,13 +364,19 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         return _eager_while(cond, body, structure, spread, maximum_iterations)
     maximum_iterations = _static_int(maximum_iterations)
     carried = []
-    # Retrace once more for each Variable the body turns out to assign, and for loop variables
-    # that take their type from the body (a TensorArray's element shape, from its first write).
+    sized = False
+    # Retrace once more for each Variable the body turns out to assign, for loop variables
+    # that take their type from the body (a TensorArray's element shape, from its first write),
+    # and once the arrays that grow have been given the size the loop reaches.
     for _ in range(8):
-        c_tr, c_res, c_flat = _trace("while_cond", cond, flat, trace, structure, carried,
-                                     assignable=False)
-        b_tr, b_res, b_flat = _trace("while_body", body, flat, trace, structure, carried)
+        with recording(sizing=False):
+            c_tr, c_res, c_flat = _trace("while_cond", cond, flat, trace, structure, carried,
+                                         assignable=False)
+            b_tr, b_res, b_flat = _trace("while_body", body, flat, trace, structure, carried)
         refined = nest.refine_composites(structure, _one_var_body(structure, b_res, b_flat)[0])
+        if refined is None and not sized:
+            sized = True
+            refined = _sized(cond, body, structure, spread, carried, trace, maximum_iterations)
         if refined is not None:
             flat = [_as_tensor(v) for v in nest.flatten(refined, expand_composites=True)]
             structure = nest.pack_sequence_as(refined, flat, expand_composites=True)
@@ -393,6 +400,111 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                                       "maximum_iterations": maximum_iterations})
     _assign_after(carried, outs[len(flat):])
     return nest.pack_sequence_as(structure, outs[:len(flat)], expand_composites=True)
+
+
+def _sized(cond, body, structure, spread, carried, trace, maximum_iterations):
+    """``structure`` with each growing TensorArray given the size the loop reaches (see
+    ``loop_sizing``), or None if it has none that needs more."""
+    leaves = nest.flatten(structure)
+    tags = [k for k, leaf in enumerate(leaves) if growing(leaf)]
+    if not tags:
+        return None
+    tagged = list(leaves)
+    for tag, k in enumerate(tags):
+        tagged[k] = leaves[k]._tagged(tag)
+    items = _as_list(nest.pack_sequence_as(structure, tagged)) if spread else [
+        nest.pack_sequence_as(structure, tagged)]
+    highs = [convert_to_tensor(np.int32(leaves[k]._size)) for k in tags]
+    n_items = len(items)
+
+    def user(values):
+        return list(values[:n_items]) if spread else [values[0]]
+
+    def sizing_cond(*values):
+        return cond(*user(values))
+
+    def sizing_body(*values):
+        with recording(sizing=True) as rec:
+            res = body(*user(values))
+        res = _one_var_body(structure, res, None)[0]
+        new_highs = list(values[n_items:])
+        for tag, index in rec.writes:
+            if _is_symbolic(index) and index._tracer is not context().trace:
+                raise ValueError(
+                    "tf.TensorArray(dynamic_size=True) is written inside a tf.cond or an inner "
+                    "loop of a traced tf.while_loop's body: how far it grows is not known when "
+                    "tracing; give it a size= that covers the writes")
+            new_highs[tag] = maximum(new_highs[tag], add(cast(index, "int32"), 1))
+        return (list(res) if spread else [res]) + new_highs
+
+    args = items + highs
+    flat = [_as_tensor(v) for v in nest.flatten(args, expand_composites=True)]
+    c_tr, _, c_flat = _trace("while_cond", sizing_cond, flat, trace, args, carried,
+                             assignable=False)
+    b_tr, _, b_flat = _trace("while_body", sizing_body, flat, trace, args, carried)
+    init = flat + [trace.read(v) for v in carried]
+    n_vars = len(init)
+    caps, (cond_g, body_g) = _finish([c_tr, b_tr], [n_vars, n_vars],
+                                     [c_flat, b_flat + [b_tr.read(v) for v in carried]])
+    high_ids = list(range(len(flat) - len(highs), len(flat)))
+    if not _is_static(cond_g, body_g, init, caps, high_ids, trace):
+        if all(leaves[k]._size for k in tags):
+            return None  # sized by the user: a write past it raises when the graph runs
+        raise ValueError(
+            "tf.TensorArray(dynamic_size=True, size=0) grows in a traced tf.while_loop whose "
+            "number of writes depends on the function's data (or on a value computed inside "
+            "it): a traced graph keeps static shapes.  Bound the loop by constants or by an "
+            "integer argument of the tf.function (it is then traced once per value), or give "
+            "the TensorArray a size= that covers the writes")
+    cond_g, body_g = _without_effects(cond_g), _without_effects(body_g)  # no prints now
+    state = [example(t) for t in init]
+    cap_values = [example(c) for c in caps]
+    trips = 0
+    while maximum_iterations is None or trips < maximum_iterations:
+        if not bool(_run(cond_g, state + cap_values)[0]):
+            break
+        state = list(_run(body_g, state + cap_values))
+        trips += 1
+    sizes = [int(backend.to_host(state[k])) for k in high_ids]
+    if all(size <= leaves[k]._size for size, k in zip(sizes, tags)):
+        return None
+    grown = list(leaves)
+    for size, k in zip(sizes, tags):
+        grown[k] = leaves[k]._grown(size)
+    return nest.pack_sequence_as(structure, grown)
+
+
+def _without_effects(graph):
+    """``graph`` without its effects (prints, assertions): a sizing run only counts."""
+    out = SubGraph(graph.name)
+    out.__dict__.update({k: v for k, v in graph.__dict__.items() if k != "_runs"})
+    out.eqns = [e for e in graph.eqns if not is_effect(e.op)]
+    return out
+
+
+def _is_static(cond_g, body_g, init, caps, high_ids, trace):
+    """Whether the loop's trip count and written indices are the same at every call,
+    pinning the function's integer arguments they depend on (the function then traces
+    once per value of them)."""
+    n = len(init)
+    pinnable = {id(c) for c in caps if _is_symbolic(c) and c._tracer is trace
+                and getattr(trace, "pinned_inputs", None) is not None
+                and c._vid in trace.graph.inputs and c._example.dtype.kind in "iu"
+                and c._example.size == 1}
+    for pinned in (set(), pinnable):
+        # inputs by position: loop variables that start from constants, constant captures
+        static = {p for p, t in enumerate(init + caps) if t.__class__ is Tensor or id(t) in pinned}
+        while True:  # a loop variable stays static if the body computes it from static values
+            outs = static_outputs(body_g, {body_g.inputs[p] for p in static})
+            keep = {p for p in static if p >= n or outs[p]}
+            if keep == static:
+                break
+            static = keep
+        if static_outputs(cond_g, {cond_g.inputs[p] for p in static})[0] and \
+                all(p in static for p in high_ids):
+            trace.pinned_inputs.update(c._vid for c in caps if id(c) in pinned)
+            return True
+    return False
 
 
 def _one_var_body(structure, res, flat):

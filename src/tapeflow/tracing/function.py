@@ -6,7 +6,8 @@ each Variable argument's identity and every other Python argument's value
 (by equality).  The first call with a new signature traces the function into a
 Graph (``ConcreteFunction``); later matching calls run the compiled graph and
 never run the Python function.  As in TensorFlow, Python side effects happen
-only while tracing, and retracing again and again draws a warning.
+only while tracing, and retracing again and again draws a warning; a trace that
+changes a list or dict argument raises (``argument_mutation.py``).
 
 ``None`` in a ``TensorSpec`` (or a dimension that changed between calls under
 ``reduce_retracing=True``) asks for one graph for every size there.  The
@@ -28,6 +29,9 @@ from ..core import nest
 from ..core.context import PER_THREAD, context
 from ..core.tensor import Tensor, Variable, convert_to_tensor, variables_made_in_traces
 from ..dtypes import as_dtype, numpy_dtype
+from ..ops import assertion
+from ..ops.arithmetic import equal
+from .argument_mutation import check_unmodified, snapshot
 from .autograph import convert as autograph_convert
 from .compiler import compile_graph, interpret, optimize
 from .ir import Graph
@@ -98,9 +102,12 @@ class Function:
     """A traced Python function: a cache of ConcreteFunctions, one per signature."""
 
     def __init__(self, python_function, input_signature=None, reduce_retracing=False, name=None,
-                 instance=None, autograph=True):
+                 instance=None, autograph=True, check_argument_mutation=True):
+        """``check_argument_mutation=False``: the function may change the containers it is
+        given (tf.data's map functions, which TensorFlow hands fresh ones at each trace)."""
         self.python_function = python_function
         self._autograph = autograph
+        self._check_mutation = check_argument_mutation
         self.input_signature = None if input_signature is None else list(input_signature)
         if self.input_signature is not None:
             for spec in nest.flatten(self.input_signature):
@@ -127,7 +134,8 @@ class Function:
         if bound is None:
             bound = Function(self.python_function, self.input_signature, self._reduce_retracing,
                              self._name, instance=weakref.ref(instance),
-                             autograph=self._autograph)
+                             autograph=self._autograph,
+                             check_argument_mutation=self._check_mutation)
             self._bound[instance] = bound
         return bound
 
@@ -160,7 +168,7 @@ class Function:
                 outs = concrete._run(*flat)
                 return outs[0] if concrete._single_output else concrete._pack(outs)
         concrete, tensors = self._concrete_for(args, kwargs)
-        if exact is not None:
+        if exact is not None and concrete.pinned is None:
             self._exact[exact] = concrete
         return concrete._call_flat(tensors)
 
@@ -193,6 +201,8 @@ class Function:
                     concrete = concrete.get(self, structure, leaves, shapes, tensors)
                 elif concrete.__class__ is _Undecided:
                     concrete = concrete.decide(self, key, structure, leaves, tensors)
+                elif concrete.__class__ is _PerValue:
+                    concrete = concrete.get(self, structure, leaves, tensors)
         return concrete, tensors
 
     def _check_signature(self, args, kwargs):
@@ -273,6 +283,9 @@ class Function:
             # TensorFlow traces twice on that first call to find out; so does this.
             self._made_variables = True
             first = self._trace_once(structure, leaves, shapes, probe=False)
+        if first.pinned is not None:
+            self._cache[key] = _PerValue(first, leaves)
+            return first
         if polymorphic and not any(isinstance(leaf, TensorSpec) for leaf in leaves):
             # Called with data: whether the graph depends on the free sizes is found out at the
             # first call with other sizes, by tracing for it (so the Python body never runs
@@ -319,6 +332,9 @@ class Function:
 
     def _trace_body(self, structure, leaves, shapes, probe):
         tracer = Tracer(self._name)
+        if context().trace is None:
+            # the integer arguments a loop's TensorArray size is computed from (loop_sizing)
+            tracer.pinned_inputs = set()
         traced_leaves = []
         argument_leaves = []  # what the call was, as a save records it: tensors as TensorSpecs
         k = 0
@@ -341,11 +357,16 @@ class Function:
                 argument_leaves.append(leaf)
         args, kwargs = nest.pack_sequence_as(structure, traced_leaves)
         full, kwargs = self._args(args, kwargs)
+        before = snapshot(full, kwargs)
         # AutoGraph: the one place the function is swapped for its converted form (cached)
         traced_function = autograph_convert(self.python_function) if self._autograph \
             else self.python_function
         with tracing(tracer):
             result = traced_function(*full, **kwargs)
+            _assert_pinned(self._name, tracer,
+                           [leaf for leaf in traced_leaves if leaf.__class__ is SymbolicTensor])
+            if self._check_mutation:
+                check_unmodified(before, full, kwargs, self.python_function)
             flat_out = nest.flatten(result, expand_composites=True)
             out_ids = []
             for r in flat_out:
@@ -360,6 +381,11 @@ class Function:
                                     "returns tensors, Python numbers or None")
         tracer.graph.outputs = out_ids
         concrete = ConcreteFunction(tracer.graph, result, self._name)
+        pins = getattr(tracer, "pinned_inputs", None)
+        if pins:
+            positions = [k for k, vid in enumerate(tracer.graph.inputs) if vid in pins]
+            inputs = [leaf for leaf in traced_leaves if leaf.__class__ is SymbolicTensor]
+            concrete.pinned = (positions, _values_at(positions, [t._example for t in inputs]))
         concrete.structured_arguments = nest.pack_sequence_as(structure, argument_leaves)
         concrete.parameters = self._parameters()
         return concrete
@@ -458,6 +484,60 @@ class _Undecided:
         per_shape.add(second, leaves)
         function._cache[key] = per_shape
         return second
+
+
+class _PerValue:
+    """A signature whose graph holds the values of some integer arguments (the size a loop
+    grows a TensorArray to, from ``for i in tf.range(n)``): one ConcreteFunction per value."""
+
+    def __init__(self, first, leaves):
+        self._positions = first.pinned[0]
+        self._by_value = {(_concrete_shapes(leaves), first.pinned[1]): first}
+
+    def concretes(self):
+        return list(self._by_value.values())
+
+    def get(self, function, structure, leaves, tensors):
+        arrays = [t._value if isinstance(t, Tensor) else _example(t, None, False)
+                  for t in tensors]  # (a TensorSpec: zeros, as it is traced with)
+        values = (_concrete_shapes(leaves), _values_at(self._positions, arrays))
+        concrete = self._by_value.get(values)
+        if concrete is None:
+            function._count_trace()
+            exact = [tuple(a.shape) for a in arrays]
+            concrete = function._trace_once(structure, leaves, exact, probe=False)
+            if concrete.pinned is None or concrete.pinned[0] != self._positions:
+                raise AssertionError("a retrace pinned other arguments")  # traces are pure
+            self._by_value[values] = concrete
+        return concrete
+
+
+def _assert_pinned(name, tracer, placeholders):
+    """First in the graph, wherever it runs (a ConcreteFunction called directly, a saved
+    one): an assertion that each pinned input has the value it was traced for."""
+    pins = getattr(tracer, "pinned_inputs", None)
+    if not pins:
+        return
+    eqns = tracer.graph.eqns
+    start = len(eqns)
+    for k, placeholder in enumerate(placeholders):
+        if placeholder._vid in pins:
+            traced_for = placeholder._example
+            assertion.assert_that(
+                equal(placeholder, convert_to_tensor(traced_for)),
+                [f"{name} was traced for input {k} == {backend.to_host(traced_for)} (a loop it "
+                 "bounds sizes a TensorArray); it was called with", None,
+                 ": call the tf.function, which traces once per value"], [placeholder])
+    added = eqns[start:]
+    del eqns[start:]
+    eqns[0:0] = added  # (they read only inputs and constants)
+
+
+def _values_at(positions, arrays):
+    """The host values of ``arrays`` at ``positions`` (a pinned trace's key; a deliberate
+    read of a few integer scalars)."""
+    return tuple(backend.to_host(arrays[k]).tobytes() + str(arrays[k].dtype).encode()
+                 for k in positions)
 
 
 class _PerShape:
@@ -588,6 +668,8 @@ class ConcreteFunction:
         # TensorSpecs, and the Python function's parameters (a save records both)
         self.structured_arguments = None
         self.parameters = None
+        # (input positions, their values) the graph was traced for, where it holds them
+        self.pinned = None
 
     def relax_types(self, other):
         """Mark dimensions that differ in ``other`` (the probe trace) as free (None)."""

@@ -125,6 +125,9 @@ def _graph_if(test, body, orelse, get_state, set_state, names, live, assigned, w
                 _check_branch_value(names[k], state[k], label, where)
                 out.append(state[k])
             if "main" in seen:
+                # an array the else branch leaves empty takes the element shape the main
+                # branch's write gave it (`if c: ta = ta.write(i, x)` with no else)
+                out = [nest.refine_composites(b, a) or b for a, b in zip(seen["main"], out)]
                 for k, a, b in zip(keep, seen["main"], out):
                     _check_same(names[k], a, b, "in the main branch", "in the else branch", where)
             seen[label] = out
@@ -149,17 +152,27 @@ def _check_branch_value(name, value, label, where):
 
 
 def _types(value, name, where):
-    try:
-        leaves = [v.value() if isinstance(v, Variable) else v if isinstance(v, Tensor)
-                  else convert_to_tensor(v) for v in nest.flatten(value)]
-    except (TypeError, ValueError):
-        raise located(where, f"{_label(name)} holds {type(value).__name__} {value!r}, which is "
-                             "not a tensor: a tensor `if`/loop can only carry tensors",
-                      TypeError) from None
-    return [(tuple(t.shape), t.dtype.name) for t in leaves]
+    types = []
+    for v in nest.flatten(value):
+        if isinstance(v, nest.Composite):
+            # a TensorArray, described without flattening it here (a branch's array would be
+            # stacked in the other branch's graph); cond and while_loop carry its buffer
+            types.append(((type(v).__name__,), str(v._structure_key())))
+            continue
+        try:
+            t = v.value() if isinstance(v, Variable) else v if isinstance(v, Tensor) \
+                else convert_to_tensor(v)
+        except (TypeError, ValueError):
+            raise located(where, f"{_label(name)} holds {type(value).__name__} {value!r}, which "
+                                 "is not a tensor: a tensor `if`/loop can only carry tensors",
+                          TypeError) from None
+        types.append((tuple(t.shape), t.dtype.name))
+    return types
 
 
 def _check_same(name, a, b, a_where, b_where, where, loop=False):
+    if loop and nest.refine_composites(a, b) is not None:
+        return  # a TensorArray learning its element shape: tf.while_loop traces again
     if nest.structure_key(a) != nest.structure_key(b):
         what = "nested structure" if name != _RETVAL else "structure (a tensor-dependent " \
             "`return` of different structures)"
@@ -174,7 +187,15 @@ def _check_same(name, a, b, a_where, b_where, where, loop=False):
 
 
 def _sketch(value):
-    return repr(nest.pack_sequence_as(value, ["T"] * len(nest.flatten(value))))
+    """``value`` with each tensor shown as 'T' (a TensorArray as itself: its element shape)."""
+    leaves = nest.flatten(value)
+    return repr(nest.pack_sequence_as(value, [_Shown(repr(v)) if isinstance(v, nest.Composite)
+                                              else "T" for v in leaves]))
+
+
+class _Shown(str):
+    def __repr__(self):
+        return str(self)
 
 
 # --- while ---------------------------------------------------------------------------------------
