@@ -41,8 +41,9 @@ def test_a_tile_bomb_inside_a_branch_is_refused(tmp_path):
     path = _save(tmp_path, lambda x: tf.cond(tf.reduce_sum(x) > 0, lambda: tf.tile(x, [2]),
                                              lambda: tf.concat([x, x], 0)),
                  _vector(2), change=change)
-    _refused_without_allocating(path, r"\(If\): its then_branch: equation 0 \(Tile\) \(by its operand "
-                                      r"shapes \[\[2\]\] and attributes\) would allocate 3.0 GiB")
+    _refused_without_allocating(path, r"\(If\): its then_branch: equation 0 \(Tile\) \(by its "
+                                      r"operand shapes \[\[2\]\] and attributes\) would "
+                                      r"allocate 3.0 GiB")
 
 
 def test_the_untouched_branches_load_and_run(tmp_path):

@@ -140,8 +140,8 @@ class LayerWeights:
             # float64 into float32 is Keras's cast; complex into float would drop a part
             if not np.can_cast(value.dtype, wanted, "same_kind"):
                 return (f"{self.labels[i]} ('{v.path}'): the model's variable is "
-                        f"{wanted.name} and the file holds {value.dtype.name}, not the same kind of "
-                        f"number")
+                        f"{wanted.name} and the file holds {value.dtype.name}, not the same "
+                        f"kind of number")
         return None
 
     def read(self):
