@@ -15,11 +15,12 @@ saved format's checks (``saving.format.read_checked_dataset``).
 
 ``load_weights`` also reads the files tapeflow wrote before (a ``weights``
 group keyed by ``weight_keys``) and whole-model files (``model.save``,
-``ModelCheckpoint``).  The whole file is checked before anything is assigned;
-a mismatch raises one ValueError naming the first one (where, and the shapes
-or counts expected and found), or with ``skip_mismatch=True`` (Keras 3's
-argument) the layers that do not match keep their values and a warning names
-them.  ``by_name`` is refused as Keras 3 refuses it for these files.
+``ModelCheckpoint``).  The file's whole layout (paths, shapes, dtypes: HDF5
+metadata, no data) is compared with the model before any array is read, and
+every array is read before anything is assigned; a mismatch raises one
+ValueError naming the first one (where, and the shapes, dtypes or counts
+expected and found), or with ``skip_mismatch=True`` (Keras 3's argument) the
+layers that do not match keep their values, unread, and a warning names them.  ``by_name`` is refused as Keras 3 refuses it for these files.
 """
 import contextlib
 import math
