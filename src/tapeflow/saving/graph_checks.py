@@ -271,11 +271,11 @@ _NOT_RUN = frozenset({"If", "While", "WhileGrad", "MapFn", "Cholesky", "MatrixIn
 
 
 # --- 3. the dry run ------------------------------------------------------------------------------
-def check_declarations(graph, where):
+def check_declarations(graph, where, _budget=None):
     """Refuse ``graph`` (``where`` names it in messages) if an equation would allocate past ``BYTES`` or makes other shapes or
     dtypes than the graph declares (see the module's docstring)."""
     real = {}  # value id -> a host array of its real shape (zeros, or the saved data)
-    budget = [BYTES]
+    budget = _budget or [BYTES]  # one cap for a graph and the graphs it holds
 
     def take(shape, dtype, what):
         nbytes = _n(shape) * np.dtype(dtype).itemsize
@@ -304,7 +304,7 @@ def check_declarations(graph, where):
             continue
         for name, nested in e.attrs.items():  # a branch, a loop's body, a gradient
             if isinstance(nested, Graph):
-                check_declarations(nested, f"{what}: its {name}")
+                check_declarations(nested, f"{what}: its {name}", budget)
         rule = _SIZE_RULES.get(e.op.name)
         elements = None
         if rule is not None and e.op is not ASSIGN and all(i in real for i in e.inputs):
