@@ -1,9 +1,10 @@
 #!/usr/bin/env python
 """Damaged saves against tapeflow's loaders: no crash, hang or traceback (issue 21, group 6).
 
-Four real saves are made (a trainer checkpoint's model file ``.h5`` through ``load_model``, a
-``.keras`` file, a ``.weights.h5`` through ``load_weights``, a SavedModel's ``arrays.h5`` and
-``graph.json`` through ``tf.saved_model.load``); each damaged copy has seeded byte flips or is
+Five real saves are made (a trainer checkpoint's model file ``.h5`` through ``load_model``, a
+``.keras`` file, one with variable-length string attributes as tapeflow wrote before, a
+``.weights.h5`` through ``load_weights``, a SavedModel's ``arrays.h5`` and ``graph.json``
+through ``tf.saved_model.load``); each damaged copy has seeded byte flips or is
 truncated at a random offset.  Copies are loaded in worker processes under a memory cap
 (``RLIMIT_AS``) one after another; a worker prints one line a file, so a crash or a hang is
 pinned to the file that caused it (the worker is then replaced).  Outcomes:
@@ -45,7 +46,7 @@ print("ready", flush=True)
 for line in sys.stdin:
     kind, path = json.loads(line)
     try:
-        if kind in ("keras", "h5"):
+        if kind in ("keras", "h5", "keras_vlen"):
             m = tf.keras.models.load_model(path)
             m.predict(x, verbose=0)
         elif kind == "weights":
@@ -70,7 +71,8 @@ for line in sys.stdin:
 
 
 def make_saves(directory):
-    """The four undamaged saves, by kind: {kind: path}."""
+    """The five undamaged saves, by kind: {kind: path} (``keras_vlen``: a .keras file with
+    variable-length string attributes, as tapeflow wrote before)."""
     import numpy as np
 
     import tapeflow as tf
@@ -86,12 +88,28 @@ def make_saves(directory):
     model.save(saves["keras"])
     model.save(saves["h5"])
     model.save_weights(saves["weights"])
+    saves["keras_vlen"] = os.path.join(directory, "old.keras")
+    model.save(saves["keras_vlen"])
+    _variable_length_strings(saves["keras_vlen"])
     module = tf.Module()
     module.v = tf.Variable(np.ones(4, np.float32))
     module.f = tf.function(lambda x: tf.reduce_sum(x * module.v, axis=-1),
                            input_signature=[tf.TensorSpec([None, 4], tf.float32)])
     tf.saved_model.save(module, saves["saved_model"])
     return saves
+
+
+def _variable_length_strings(path):
+    """Rewrite the file's string attributes as variable-length ones (in the HDF5 global heap),
+    as tapeflow wrote them before: the loader must still not hang on a damaged heap."""
+    import h5py
+    with h5py.File(path, "r+") as f:
+        objects = [f]
+        f.visit(lambda name: objects.append(f[name]))
+        for obj in objects:
+            for key in list(obj.attrs):
+                if isinstance(obj.attrs[key], bytes):
+                    obj.attrs[key] = obj.attrs[key].decode()
 
 
 def damage(source, target, rng):

@@ -15,12 +15,15 @@ saved format's checks (``saving.format.read_checked_dataset``).
 
 ``load_weights`` also reads the files tapeflow wrote before (a ``weights``
 group keyed by ``weight_keys``) and whole-model files (``model.save``,
-``ModelCheckpoint``).  The whole file is checked before anything is assigned;
-a mismatch raises one ValueError naming the first one (where, and the shapes
-or counts expected and found), or with ``skip_mismatch=True`` (Keras 3's
-argument) the layers that do not match keep their values and a warning names
-them.  ``by_name`` is refused as Keras 3 refuses it for these files.
+``ModelCheckpoint``).  The file's whole layout (paths, shapes, dtypes: HDF5
+metadata, no data) is compared with the model before any array is read, and
+every array is read before anything is assigned; a mismatch raises one
+ValueError naming the first one (where, and the shapes, dtypes or counts
+expected and found), or with ``skip_mismatch=True`` (Keras 3's argument) the
+layers that do not match keep their values, unread, and a warning names them.  ``by_name`` is refused as Keras 3 refuses it for these files.
 """
+import contextlib
+import math
 import os
 import re
 import warnings
@@ -30,6 +33,7 @@ import numpy as np
 from ..saving import format as fmt
 from ..saving.atomic import write_atomically
 from ..saving.damaged import reading
+from ..saving.h5_attributes import read_attribute, text
 from ..serialization import snake_case
 from . import weights_legacy
 from .weights_tree import LayerWeights, layer_tree, own_variables
@@ -120,17 +124,6 @@ def _fixed(text):
     return np.bytes_(text.encode("utf-8"))
 
 
-def _text(value):
-    """A string attribute read back, fixed-length (bytes) or variable-length (older files,
-    Keras's): str, or None where it is neither."""
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    return value if isinstance(value, str) else None
-
-
 # --- loading -----------------------------------------------------------------------------------
 def load_weights(model, filepath, skip_mismatch=False, **kwargs):
     filepath = os.fspath(filepath)
@@ -145,29 +138,33 @@ def load_weights(model, filepath, skip_mismatch=False, **kwargs):
         raise FileNotFoundError(f"load_weights: no file at {filepath}")
     if not model.weights:
         raise _not_built(model, "load_weights")
-    with reading(filepath):
-        units, extra, optimizer_state, optimizer_class = _read(model, filepath)
-    problems = [p for p in (u.problem() for u in units) if p is not None]
-    problems += [f"the file's {path} is not a layer of the model" for path in extra]
-    if problems and not skip_mismatch:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise ValueError(f"load_weights: {filepath} does not match model '{model.name}': "
-                         f"{problems[0]}{more}")
-    if problems:
-        warnings.warn(f"load_weights: {len(problems)} parts of {filepath} were not loaded into "
-                      f"model '{model.name}' (skip_mismatch=True): {problems}", stacklevel=3)
-    plan = [(v, value) for u in units if u.problem() is None
-            for v, value in zip(u.variables, u.stored)]
-    optimizer_plan = _optimizer_plan(model, optimizer_state, optimizer_class, filepath,
-                                     skip_mismatch)
+    # the file's whole layout (paths, shapes, dtypes: HDF5 metadata) is compared with the model
+    # first; then the arrays that fit are read; then, all read, they are assigned
+    with reading(filepath), _layout(model, filepath) as layout:
+        units, extra, optimizer_state, optimizer_class = layout
+        problems = [p for p in (u.problem() for u in units) if p is not None]
+        problems += [f"the file's {path} is not a layer of the model" for path in extra]
+        if problems and not skip_mismatch:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise ValueError(f"load_weights: {filepath} does not match model '{model.name}': "
+                             f"{problems[0]}{more}")
+        if problems:
+            warnings.warn(f"load_weights: {len(problems)} parts of {filepath} were not loaded "
+                          f"into model '{model.name}' (skip_mismatch=True): {problems}",
+                          stacklevel=3)
+        plan = [pair for u in units if u.problem() is None for pair in u.read()]
+        optimizer_plan = _optimizer_plan(model, optimizer_state, optimizer_class, filepath,
+                                         skip_mismatch)
     for v, value in plan:
         v.assign(value.astype(v._value.dtype))
     for target, value in optimizer_plan:
         target._replace_value(value)
 
 
-def _read(model, filepath):
-    """``(units, paths in the file not in the model, optimizer state, its class name)``."""
+@contextlib.contextmanager
+def _layout(model, filepath):
+    """``(units, paths in the file not in the model, optimizer state, its class name)``, every
+    array a ``format.StoredArray`` (its header checked, its data unread), the file open."""
     import h5py
     try:
         f = h5py.File(filepath, "r")
@@ -175,14 +172,17 @@ def _read(model, filepath):
         raise ValueError(f"load_weights: {filepath} is not a readable HDF5 file: {e}") from None
     with f:
         if "weights" in f:  # the layout tapeflow wrote before
-            return weights_legacy.read_keyed_file(f, weight_keys(model), filepath)
-        whole_model = f.attrs.get("format") is not None
+            yield weights_legacy.read_keyed_file(f, weight_keys(model), filepath)
+            return
+        whole_model = "format" in f.attrs
         if not whole_model:
             if "vars" in f or "layers" in f or _vars_groups(f, "", filepath, 0):
-                return _read_tree(f, model, filepath)
+                yield _read_tree(f, model, filepath)
+                return
             raise ValueError(f"load_weights: {filepath} holds no tapeflow weights")
     # a model.save / ModelCheckpoint file (read by the saved format's own checked reader)
-    return weights_legacy.read_whole_model(filepath, weight_keys(model))
+    with weights_legacy.read_whole_model(filepath, weight_keys(model)) as layout:
+        yield layout
 
 
 def _read_tree(f, model, where):
@@ -199,15 +199,15 @@ def _read_tree(f, model, where):
     state, class_name = None, None
     group = _group_at(f, "optimizer/vars", where)
     if group is not None and len(group):
-        class_name = _text(group.attrs.get("class_name"))
+        class_name = text(read_attribute(group, "class_name", where))
         values = _numbered(group, "optimizer/vars", where)
-        names = [_text(group[str(i)].attrs.get("name")) for i in range(len(values))]
+        names = [text(read_attribute(group[str(i)], "name", where)) for i in range(len(values))]
         if all(isinstance(n, str) for n in names):
             state = {fmt.check_name(n, f"{where}: optimizer state"): value
                      for n, value in zip(names, values)}
         else:
             warnings.warn(f"load_weights: {where}'s optimizer variables are not named (not "
-                          f"written by tapeflow); only the weights were loaded", stacklevel=4)
+                          f"written by tapeflow); only the weights were loaded", stacklevel=5)
     return units, extra, state, class_name
 
 
@@ -229,7 +229,7 @@ def _group_at(f, path, where):
 
 
 def _numbered(group, path, where):
-    """The arrays ``0, 1, ...`` of a ``vars`` group, each read with the format's checks."""
+    """The arrays ``0, 1, ...`` of a ``vars`` group, each one's header checked (read later)."""
     names = list(group.keys())
     if not all(isinstance(n, str) for n in names):  # h5py gives bytes for a name not UTF-8
         raise fmt.LoadError(f"{where}: {path} holds an entry whose name is not text; the file "
@@ -237,7 +237,7 @@ def _numbered(group, path, where):
     names.sort(key=lambda n: (len(n), n))
     if names != [str(i) for i in range(len(names))]:
         raise fmt.LoadError(f"{where}: {path} holds {names[:8]}, not datasets numbered 0, 1, ...")
-    return [fmt.read_checked_dataset(group, n, where, f"{path}/{n}") for n in names]
+    return [fmt.dataset_header(group, n, where, f"{path}/{n}") for n in names]
 
 
 def _vars_groups(group, path, where, depth):
@@ -273,7 +273,7 @@ def _optimizer_plan(model, state, class_name, filepath, skip_mismatch):
                       f"only the weights were loaded.", stacklevel=4)
         return []
     try:
-        return optimizer._checked_state(state)
+        return optimizer._checked_state(_read_state(model, state))
     except ValueError as err:
         if skip_mismatch:
             warnings.warn(f"load_weights: the optimizer state in {filepath} was not loaded "
@@ -281,3 +281,16 @@ def _optimizer_plan(model, state, class_name, filepath, skip_mismatch):
             return []
         raise ValueError(f"load_weights: {filepath} does not match model '{model.name}': "
                          f"{err}") from None
+
+
+def _read_state(model, state):
+    """The optimizer state's arrays, read once each is known to be no larger than a variable
+    of the model (its slots are shaped as the variables; its counters are scalars), so a
+    huge dataset is refused unread (its exact shape is the optimizer's check)."""
+    largest = max(math.prod(v.shape) for v in model.weights)
+    for key, stored in state.items():
+        if math.prod(stored.shape) > max(largest, 1):
+            raise ValueError(f"optimizer state '{key}' is {stored.dtype.name}"
+                             f"{list(stored.shape)}, larger than any variable of the model "
+                             f"(the largest holds {largest} values)")
+    return {key: stored.read() for key, stored in state.items()}

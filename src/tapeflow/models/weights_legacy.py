@@ -2,8 +2,10 @@
 (a ``weights`` group of datasets keyed by ``weight_keys``, an ``optimizer`` group keyed by
 ``get_state()``) and whole-model files (``model.save``, ``ModelCheckpoint``), both keyed by
 ``weight_keys``.  Each becomes ``LayerWeights`` per layer, checked like the new layout's."""
-from .. import backend
+import contextlib
+
 from ..saving import format as fmt
+from ..saving.h5_attributes import read_attribute, text
 from .weights_tree import LayerWeights
 
 __all__ = ["read_keyed_file", "read_whole_model"]
@@ -13,20 +15,26 @@ _MAX_DEPTH = 64
 
 def read_keyed_file(f, keyed, where):
     """``(units, keys in the file not in the model, optimizer state, its class name)`` of an
-    open file in the layout tapeflow wrote before."""
+    open file in the layout tapeflow wrote before; arrays as headers, read later."""
     stored = _datasets(f["weights"], where)
     state, class_name = None, None
     if "optimizer" in f:
-        class_name = f["optimizer"].attrs.get("class_name")
+        class_name = text(read_attribute(f["optimizer"], "class_name", where))
         if class_name is not None:
             state = _datasets(f["optimizer"], where)
     return _units(keyed, stored) + (state, class_name)
 
 
+@contextlib.contextmanager
 def read_whole_model(filepath, keyed):
-    """The same for a whole-model save, read through the saved format's checked loader."""
-    stored, class_name, state = _from_saved_model(filepath)
-    return _units(keyed, stored) + (state, class_name)
+    """The same for a whole-model save, read through the saved format's checked loader (open
+    while the caller reads the arrays it needs)."""
+    document, arrays = fmt.read(filepath)
+    try:
+        stored, class_name, state = _from_saved_model(document, arrays, filepath)
+        yield _units(keyed, stored) + (state, class_name)
+    finally:
+        arrays.close()
 
 
 def _units(keyed, stored):
@@ -47,8 +55,8 @@ def _units(keyed, stored):
 
 
 def _datasets(group, where, prefix="", depth=0):
-    """``{path under group: array}``, through hard links only, each dataset checked (these
-    files were written without checksums, so only those are not required)."""
+    """``{path under group: StoredArray}``, through hard links only, each dataset's header
+    checked (these files were written without checksums, so only those are not required)."""
     import h5py
     if depth > _MAX_DEPTH:
         raise fmt.LoadError(f"{where}: groups nested over {_MAX_DEPTH} deep")
@@ -62,29 +70,26 @@ def _datasets(group, where, prefix="", depth=0):
         if isinstance(child, h5py.Group):
             found.update(_datasets(child, where, path, depth + 1))
         else:
-            found[path] = fmt.read_checked_dataset(group, name, where, path, checksummed=False)
+            found[path] = fmt.dataset_header(group, name, where, path, checksummed=False)
     return found
 
 
-def _from_saved_model(filepath):
-    """``(weights by key, optimizer class name, optimizer state)`` of a whole-model save."""
-    from ..saving.saved_model import load_variables
-    document, arrays = fmt.read(filepath)
-    try:
-        if document.get("kind") != "keras_model":
-            raise ValueError(f"load_weights: {filepath} is not a saved Keras model")
-        variables = load_variables(document, arrays, filepath)
-        n = document.get("tracked_variables")
-        if type(n) is not int or not 0 <= n <= len(variables):
-            raise ValueError(f"load_weights: {filepath}: tracked_variables is not a count")
-        stored = {v.path: backend.to_host(v._value) for v in variables[:n]}
-        optimizer = document.get("optimizer") or {}
-        config = optimizer.get("config") or {}
-        class_name = config.get("class_name") if isinstance(config, dict) else None
-        state = {}
-        for pair in optimizer.get("state") or []:
-            key = fmt.check_name(pair[0], f"{filepath}: optimizer state")
-            state[key] = arrays.get(pair[1]["$array"], f"optimizer state '{key}'")
-    finally:
-        arrays.close()
+def _from_saved_model(document, arrays, filepath):
+    """``(weights by key, optimizer class name, optimizer state)`` of a whole-model save, each
+    array a header (``format.StoredArray``) until read."""
+    from ..saving.saved_model import stored_variables
+    if document.get("kind") != "keras_model":
+        raise ValueError(f"load_weights: {filepath} is not a saved Keras model")
+    variables = stored_variables(document, arrays, filepath)
+    n = document.get("tracked_variables")
+    if type(n) is not int or not 0 <= n <= len(variables):
+        raise ValueError(f"load_weights: {filepath}: tracked_variables is not a count")
+    stored = {name: value for name, _, value in variables[:n]}
+    optimizer = document.get("optimizer") or {}
+    config = optimizer.get("config") or {}
+    class_name = config.get("class_name") if isinstance(config, dict) else None
+    state = {}
+    for pair in optimizer.get("state") or []:
+        key = fmt.check_name(pair[0], f"{filepath}: optimizer state")
+        state[key] = arrays.header(pair[1]["$array"], f"optimizer state '{key}'")
     return stored, class_name, (state if class_name is not None and state else None)

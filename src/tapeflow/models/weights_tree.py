@@ -17,6 +17,8 @@ others, each in the order the layer made them.  A layer met twice (a shared
 layer) is written once, where it is first met.  Attributes are visited in
 sorted order, private ones (``_name``) last, as Keras's ``_name_key`` orders them.
 """
+import numpy as np
+
 from ..layers.base import Layer
 from ..serialization import snake_case
 from .model_classes import model_class
@@ -110,7 +112,9 @@ def _unique(name, used):
 
 
 class LayerWeights:
-    """One layer's variables and what the file holds for them (``None``: nothing)."""
+    """One layer's variables and what the file holds for them (``None``: nothing): each
+    stored array known by its header (``shape``, ``dtype``) until ``read()``, so the whole
+    file is compared with the model before any of its data is read."""
 
     def __init__(self, where, layer_name, variables, stored, missing=(), labels=None):
         self.where, self.layer_name, self.variables, self.stored = \
@@ -131,4 +135,14 @@ class LayerWeights:
             if tuple(value.shape) != tuple(v.shape):
                 return (f"{self.labels[i]} ('{v.path}'): the shapes must match, but the model "
                         f"expects {tuple(v.shape)} and the file holds {tuple(value.shape)}")
+            wanted = np.dtype(v._value.dtype)
+            # float64 into float32 is Keras's cast; complex into float would drop a part
+            if not np.can_cast(value.dtype, wanted, "same_kind"):
+                return (f"{self.labels[i]} ('{v.path}'): the model's variable is "
+                        f"{wanted.name} and the file holds {value.dtype.name}, not the same "
+                        f"kind of number")
         return None
+
+    def read(self):
+        """``[(variable, its array from the file), ...]``: the data read now."""
+        return [(v, value.read()) for v, value in zip(self.variables, self.stored)]

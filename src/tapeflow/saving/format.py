@@ -57,10 +57,12 @@ from ..core.registry import lookup_primitive
 from ..tracing.ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph
 from . import graph_checks
 from .atomic import make_directory, write_atomically
+from .errors import LoadError, SaveError
+from .h5_attributes import read_attribute, text
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "LIMITS", "LoadError", "SaveError", "ArrayWriter",
            "encode_graph", "decode_graph", "write", "read", "check_name", "DTYPES",
-           "create_checked_dataset", "read_checked_dataset"]
+           "create_checked_dataset", "read_checked_dataset", "dataset_header", "StoredArray"]
 
 FORMAT = "tapeflow.saved"
 FORMAT_VERSION = 1
@@ -88,14 +90,6 @@ DTYPES = {name: np.dtype(name) for name in (
 _GRAPH_OPS = {READ.name: READ, ASSIGN.name: ASSIGN}
 
 _NAME = re.compile(r"[^\x00-\x1f\x7f\\]+")       # printable, no backslashes
-
-
-class LoadError(ValueError):
-    """A saved file that is damaged, altered, too large, or not a tapeflow save."""
-
-
-class SaveError(ValueError):
-    """Something that the format cannot hold (an attribute of an unknown type, ...)."""
 
 
 def check_name(name, what):
@@ -333,10 +327,10 @@ def read(path):
         raise LoadError(f"{h5_path} is not a readable HDF5 file (damaged or not a tapeflow "
                         f"save): {e}") from None
     try:
-        if _string_attr(f, "format") != FORMAT:
-            raise LoadError(f"{h5_path} is not a tapeflow save (format "
-                            f"{_string_attr(f, 'format')!r})")
-        version = f.attrs.get("format_version")
+        found = _string_attr(f, "format", h5_path)
+        if found != FORMAT:
+            raise LoadError(f"{h5_path} is not a tapeflow save (format {found!r})")
+        version = read_attribute(f, "format_version", h5_path)
         if isinstance(version, np.integer):
             version = int(version)
         if type(version) is not int or version != FORMAT_VERSION:
@@ -347,7 +341,7 @@ def read(path):
         else:
             with open(json_path, "rb") as jf:  # its checked size: no 64 MiB buffer for 1 kB
                 text = jf.read(size + 1)
-        digest = _string_attr(f, "json_sha256")
+        digest = _string_attr(f, "json_sha256", h5_path)
         if not isinstance(digest, str) or hashlib.sha256(text).hexdigest() != digest:
             raise LoadError(f"{path}: the graph document does not match its sha256 checksum; "
                             f"the save is damaged or was altered")
@@ -359,16 +353,10 @@ def read(path):
     return document, reader
 
 
-def _string_attr(f, name):
+def _string_attr(obj, name, where):
     """A string attribute as tapeflow writes it (fixed-length bytes) or wrote it before
-    (variable-length str); None if absent or another kind."""
-    value = f.attrs.get(name)
-    if isinstance(value, bytes):
-        try:
-            return value.decode("ascii")
-        except UnicodeDecodeError:
-            return None
-    return value if isinstance(value, str) else None
+    (variable-length str, its global heap checked first); None if absent or another kind."""
+    return text(read_attribute(obj, name, where))
 
 
 def _read_json_dataset(f, where):
@@ -436,7 +424,7 @@ def _read_checked(ds, where, name, checksummed=True):
         raise LoadError(f"{where}: dataset {name!r} is damaged (its checksum failed or it "
                         f"cannot be read): {e}") from None
     if checksummed and ds.chunks is None:
-        stored = _string_attr(ds, "checksum")
+        stored = _string_attr(ds, "checksum", where)
         if stored is None or \
                 hashlib.sha256(np.array(data, order="C").tobytes()).hexdigest() != stored:
             raise LoadError(f"{where}: dataset {name!r} does not match its checksum")
@@ -465,6 +453,11 @@ class ArrayReader:
     def get(self, ref, what, expect=None):
         """Array number ``ref`` (from the document), checked: a plain numeric dataset, of
         ``expect`` = (shape, dtype) if given (checked before anything is read)."""
+        return self.header(ref, what, expect).read()
+
+    def header(self, ref, what, expect=None):
+        """Array number ``ref`` as a ``StoredArray``: checked as ``get`` checks it, its data
+        not read until ``read()`` (so a caller can compare its shape with its use first)."""
         if type(ref) is not int or not 0 <= ref < self.count:
             raise LoadError(f"{self._where}: {what} refers to array {ref!r}, which the save does "
                             f"not hold")
@@ -475,11 +468,30 @@ class ArrayReader:
             raise LoadError(f"{self._where}: {what} is {ds.dtype.name}{list(ds.shape)} in the "
                             f"arrays but {np.dtype(expect[1]).name}{list(expect[0])} in the "
                             f"document")
-        self._total += _elements(ds.shape, f"{what} (array {ref})", self._where)
+        elements = _elements(ds.shape, f"{what} (array {ref})", self._where)
+        return StoredArray(ds, self._where, name, before_read=lambda: self._count(elements))
+
+    def _count(self, elements):
+        self._total += elements
         if self._total > LIMITS["elements"]:
             raise LoadError(f"{self._where}: the arrays hold more than {LIMITS['elements']} "
                             f"elements together")
-        return _read_checked(ds, self._where, name)
+
+
+class StoredArray:
+    """A dataset whose header (hard link, in-file, dtype, rank, size) is checked and whose
+    data is not read yet: its ``shape`` and ``dtype`` come from the HDF5 metadata, and
+    ``read()`` reads it with the format's checks (checksum, no filters, every byte stored)."""
+
+    def __init__(self, ds, where, name, checksummed=True, before_read=None):
+        self._ds, self._where, self._name = ds, where, name
+        self._checksummed, self._before_read = checksummed, before_read
+        self.shape, self.dtype = tuple(int(d) for d in ds.shape), ds.dtype
+
+    def read(self):
+        if self._before_read is not None:
+            self._before_read()
+        return _read_checked(self._ds, self._where, self._name, self._checksummed)
 
 
 def _check_array_header(ds, what, where):
@@ -500,11 +512,17 @@ def read_checked_dataset(group, name, where, what=None, checksummed=True):
     in-file, checksummed, uncompressed dataset of a known dtype, within the size limits,
     all checked before its data is read.  ``checksummed=False`` only for files written
     before tapeflow checksummed them (the other checks stay)."""
+    return dataset_header(group, name, where, what, checksummed).read()
+
+
+def dataset_header(group, name, where, what=None, checksummed=True):
+    """``group[name]`` as a ``StoredArray``: what ``read_checked_dataset`` checks before
+    reading, checked; the data read by its ``read()``."""
     what = what or f"dataset {name!r}"
     ds = _plain_dataset(group, name, where)
     _check_array_header(ds, what, where)
     _elements(ds.shape, what, where)
-    return _read_checked(ds, where, name, checksummed)
+    return StoredArray(ds, where, name, checksummed)
 
 
 def _elements(shape, what, where):

@@ -13,16 +13,19 @@ A save declares every value's type, and compiled graphs trust those types (a spe
 3. the equation then runs on zeros of its inputs' real shapes (a dry run, on the host, within
    a byte budget), and the shapes and dtypes it makes must be the declared ones.
 
-Only ops with a size rule are dry-run; the others (control flow, random draws, effects,
-gradient-only ops) keep their declared output types and are checked where their results are
-used.  Unknown dimensions (None) are run as 1 and match any size.
+Every op registered has a size rule (a test walks the registry); an op whose size its
+operands' values decide (a ``SegmentSum`` without ``num_segments``) has one that says so.
+Control flow, random draws, effects, collective ops and the decompositions that fail on a
+singular matrix of zeros are bounded but not run: their declared types stand, and the
+graphs they hold (branches, bodies, gradients) are checked as the graph is.  Unknown
+dimensions (None) are run as 1 and match any size.
 """
 import math
 
 import numpy as np
 
 from .. import backend
-from ..tracing.ir import ASSIGN, READ
+from ..tracing.ir import ASSIGN, READ, Graph
 
 __all__ = ["BYTES", "DeclarationError", "check_attribute_kinds", "check_declarations"]
 
@@ -51,7 +54,7 @@ _KINDS = {
     **dict.fromkeys(("keepdims", "transpose_a", "transpose_b", "exclusive", "reverse",
                      "descending", "full_matrices", "lower", "adjoint"), _BOOL),
     **dict.fromkeys(("depth", "num", "k", "num_segments", "num_classes", "num_samples",
-                     "size", "n_vars", "n_elems", "batch_ndim"), _COUNT),
+                     "size", "n_vars", "n_elems", "batch_ndim", "length", "nb"), _COUNT),
     "axis": ("an int or None", lambda v: v is None or _is_int(v)),
     "axes": ("ints or None", lambda v: v is None or _is_ints(v)),
     "multiples": ("non-negative ints", lambda v: _is_ints(v, 0)),
@@ -60,6 +63,7 @@ _KINDS = {
     **dict.fromkeys(("strides", "dilations", "ksize"), ("positive ints",
                                                         lambda v: _is_ints(v, 1))),
     "pads": ("non-negative ints", lambda v: _is_ints(v, 0)),
+    **dict.fromkeys(("input_hw", "filter_hw"), ("non-negative ints", lambda v: _is_ints(v, 0))),
 }
 
 
@@ -141,6 +145,69 @@ def _gather(ins, attrs):
     return _n(indices) * _n(params) // max(params[axis], 1)
 
 
+def _declared_elements(graph):
+    """Elements of a nested graph's declared results (an unknown dimension counted as 1)."""
+    return sum(_n(1 if d is None else d for d in graph.types[o][0])
+               for o in graph.outputs if o is not None)
+
+
+def _if(ins, attrs):
+    return _operands(ins, attrs) + max(_declared_elements(attrs["then_branch"]),
+                                       _declared_elements(attrs["else_branch"]))
+
+
+def _map(ins, attrs):
+    rows = ins[0][0] if attrs["n_elems"] and ins and ins[0] else 0
+    return _operands(ins, attrs) + rows * _declared_elements(attrs["fn"])
+
+
+def _sequence(ins, attrs):
+    """A recurrent layer's whole sequence: (batch, time) rows of at most the widest operand's
+    last dimension (its gates), for each result, and its operands."""
+    x = ins[0]
+    widest = max((int(s[-1]) for s in ins if len(s)), default=1)
+    return 4 * _n(x[:2]) * widest + 2 * _operands(ins, attrs)
+
+
+def _replaced_axis(operand, axis, size):
+    """Elements of ``operand`` with its dimension ``axis`` (from the left) made ``size``."""
+    return _n(operand) // max(int(operand[axis]), 1) * size if operand else size
+
+
+def _strided_slice(ins, attrs):
+    """Basic slices take no more than ``x``; each index array can repeat what it picks."""
+    arrays = [np.shape(i) for i in attrs["index"] if isinstance(i, np.ndarray) or
+              backend.is_array(i)]
+    return _n(ins[0]) * math.prod(max(_n(a), 1) for a in arrays)
+
+
+def _data_dependent(count):
+    """An op whose size a count attribute gives, or (None) its operands' values: then it is not
+    run (its declared type stands, its size charged like any declared value's)."""
+    def rule(ins, attrs):
+        n = attrs[count]
+        return None if n is None else _replaced_axis(ins[0], 0, n)
+    return rule
+
+
+def _decomposition(ins, attrs):
+    """Q and R, U, S and V of a batch of m x n matrices: at most three max(m, n)-square ones."""
+    a = ins[0]
+    return _n(a[:-2]) * 3 * max(int(a[-1]), int(a[-2])) ** 2 if len(a) >= 2 else _n(a)
+
+
+def _conv_backprop_filter(ins, attrs):
+    x, dy = ins
+    window = _n(attrs["filter_hw"])
+    return _window_positions(x, attrs["filter_hw"], attrs["strides"], attrs["dilations"],
+                             attrs["pads"]) * window * x[-1] + window * x[-1] * dy[-1]
+
+
+def _conv_backprop_input(ins, attrs):
+    dy, w = ins
+    return _n(dy[:-1]) * _n(w[:-1]) + dy[0] * _n(attrs["input_hw"]) * w[-2]
+
+
 _SIZE_RULES = {
     "Conv2D": _conv2d, "MaxPool": _pool, "AvgPool": _pool, "GatherV2": _gather,
     "Tile": _tile, "PadV2": _pad,
@@ -161,16 +228,54 @@ _SIZE_RULES = {
                      "Ceil", "IsNan", "IsInf", "IsFinite", "Identity", "StopGradient", "Neg",
                      "Abs", "LogicalNot", "Cast", "Sum", "Mean", "Max", "Min", "Prod", "Any",
                      "All", "ArgMax", "ArgMin", "Cumsum", "Cumprod", "Transpose", "ConcatV2",
-                     "ReverseV2", "Softmax", "LogSoftmax", "Roll", "ArgSort"), _operands),
+                     "ReverseV2", "Softmax", "LogSoftmax", "Roll", "ArgSort",
+                     "AdjustContrastv2", "ApplyAdaMax", "ApplyAdagrad", "ApplyAdam",
+                     "ApplyAdamWithAmsgrad", "ApplyGradientDescent", "ApplyLion", "ApplyMomentum",
+                     "ApplyNadam", "ApplyRMSProp", "NadamMomentumProduct", "GlobalNorm",
+                     "CheckClassIndices", "Cholesky", "MatrixDeterminant", "MatrixInverse",
+                     "MatrixSolve", "MatrixTriangularSolve", "LogMatrixDeterminant",
+                     "MatrixPinv", "IdentityN", "Unpack", "InTopKV2", "SearchSorted",
+                     "MetricSums", "MetricValues", "MaxPoolGrad", "MaxPoolGradGrad", "SumToShape",
+                     "RandomShuffle", "MPIAllReduceSum", "While", "WhileGrad"), _operands),
+    "SelfAdjointEigV2": lambda ins, attrs: 2 * _operands(ins, attrs),
+    # effects: no results
+    **dict.fromkeys(("Assert", "CheckNumerics", "PrintV2"), lambda ins, attrs: 0),
+    # sized by their attributes
+    "If": _if, "MapFn": _map, "StridedSlice": _strided_slice,
+    **dict.fromkeys(("GRUSequence", "LSTMSequence", "SimpleRNNSequence", "GRUSequenceGrad",
+                     "LSTMSequenceGrad", "SimpleRNNSequenceGrad"), _sequence),
+    **dict.fromkeys(("RandomUniform", "RandomStandardNormal", "TruncatedNormal"),
+                    lambda ins, attrs: _n(attrs["shape"])),
+    "Multinomial": lambda ins, attrs: _n(ins[0][:-1]) * attrs["num_samples"],
+    "TopKV2": lambda ins, attrs: 2 * _n(ins[0][:-1]) * attrs["k"],
+    "TakeAlongLastAxis": lambda ins, attrs: _n(ins[0][:-1]) * (ins[1][-1] if ins[1] else 1),
+    "ScatterAddAlongLastAxis": lambda ins, attrs: _n(ins[0][:-1]) * attrs["size"],
+    "ScatterAdd": lambda ins, attrs: _n(ins[0]) // max(_n(ins[1]), 1) * attrs["size"],
+    "DynamicSlice": lambda ins, attrs: _replaced_axis(ins[0], attrs["axis"], attrs["length"]),
+    "DynamicSliceGrad": lambda ins, attrs: _replaced_axis(ins[0], attrs["axis"], attrs["size"]),
+    "SpreadReduced": lambda ins, attrs: _n(ins[0][:len(ins[0]) - len(attrs["out_shape"])])
+    * _n(attrs["shape"]),
+    "StridedSliceGrad": lambda ins, attrs: _n(ins[0][:attrs["nb"]]) * _n(attrs["shape"]),
+    "AvgPoolGrad": lambda ins, attrs: ins[0][0] * _n(attrs["input_hw"]) * ins[0][-1],
+    "Conv2DBackpropFilter": _conv_backprop_filter, "Conv2DBackpropInput": _conv_backprop_input,
+    "Qr": _decomposition, "Svd": _decomposition,
+    "ConfusionMatrix": lambda ins, attrs: None if attrs["num_classes"] is None
+    else attrs["num_classes"] ** 2,
+    **dict.fromkeys(("SegmentSum", "SegmentMax", "SegmentMin"), _data_dependent("num_segments")),
 }
+
+# Ops bounded but never run on zeros at load: they draw random numbers, print, talk to other
+# ranks, loop on their operands' values, or fail on a singular matrix of zeros.
+_NOT_RUN = frozenset({"If", "While", "WhileGrad", "MapFn", "Cholesky", "MatrixInverse",
+                      "MatrixSolve", "MatrixTriangularSolve", "MPIAllReduceSum"})
 
 
 # --- 3. the dry run ------------------------------------------------------------------------------
-def check_declarations(graph, where):
+def check_declarations(graph, where, _budget=None):
     """Refuse ``graph`` (``where`` names it in messages) if an equation would allocate past ``BYTES`` or makes other shapes or
     dtypes than the graph declares (see the module's docstring)."""
     real = {}  # value id -> a host array of its real shape (zeros, or the saved data)
-    budget = [BYTES]
+    budget = _budget or [BYTES]  # one cap for a graph and the graphs it holds
 
     def take(shape, dtype, what):
         nbytes = _n(shape) * np.dtype(dtype).itemsize
@@ -192,25 +297,31 @@ def check_declarations(graph, where):
         real[vid] = np.asarray(backend.to_host(value))
     for k, e in enumerate(graph.eqns):
         what = f"{where}: equation {k} ({e.op.name})"
-        rule = _SIZE_RULES.get(e.op.name)
         if e.op is READ:
             value = graph.variables[e.attrs["variable"]]._value
             real[e.outputs[0]] = np.asarray(backend.to_host(value))
             _compare(graph, e.outputs[0], real[e.outputs[0]], what)
             continue
-        if rule is None or e.op is ASSIGN or any(i not in real for i in e.inputs):
+        for name, nested in e.attrs.items():  # a branch, a loop's body, a gradient
+            if isinstance(nested, Graph):
+                check_declarations(nested, f"{what}: its {name}", budget)
+        rule = _SIZE_RULES.get(e.op.name)
+        elements = None
+        if rule is not None and e.op is not ASSIGN and all(i in real for i in e.inputs):
+            inputs = [real[i] for i in e.inputs]
+            try:
+                elements = rule([x.shape for x in inputs], e.attrs)
+            except (KeyError, TypeError, ValueError, IndexError) as err:
+                raise DeclarationError(f"{what}: its attributes or operand shapes do not fit "
+                                       f"the op ({err})") from None
+        if elements is not None:
+            itemsize = max([graph.types[o][1].itemsize for o in e.outputs] or [1])
+            take((elements,), np.dtype(f"V{itemsize}"), f"{what} (by its operand shapes "
+                 f"{[list(x.shape) for x in inputs]} and attributes)")
+        if elements is None or e.op.name in _NOT_RUN or e.op.stateful:
             for vid in e.outputs:  # not run: its declared types stand
                 real[vid] = declared_zeros(vid, f"the output of {what}")
             continue
-        inputs = [real[i] for i in e.inputs]
-        try:
-            elements = rule([x.shape for x in inputs], e.attrs)
-        except (KeyError, TypeError, ValueError) as err:
-            raise DeclarationError(f"{what}: its attributes or operand shapes do not fit the "
-                                   f"op ({err})") from None
-        itemsize = max([graph.types[o][1].itemsize for o in e.outputs] or [1])
-        take((elements,), np.dtype(f"V{itemsize}"), f"{what} (by its operand shapes "
-             f"{[list(x.shape) for x in inputs]} and attributes)")
         try:
             outs = e.op.forward(*inputs, **e.attrs)
         except Exception as err:  # noqa: BLE001 - any failure of the op is the file's fault

@@ -225,6 +225,13 @@ def save(obj, export_dir, signatures=None, options=None):
 
 # --- loading -----------------------------------------------------------------------------------
 def load_variables(document, arrays, where):
+    return [Variable(stored.read(), trainable=trainable, name=name)
+            for name, trainable, stored in stored_variables(document, arrays, where)]
+
+
+def stored_variables(document, arrays, where):
+    """``[(name, trainable, StoredArray), ...]`` of the save's variable table: every entry and
+    its dataset's header checked against the document, no data read yet."""
     entries = document.get("variables")
     if not isinstance(entries, list) or len(entries) > fmt.LIMITS["arrays"]:
         raise LoadError(f"{where}: the variable table is not a list")
@@ -242,13 +249,10 @@ def load_variables(document, arrays, where):
         ref = e["value"]
         if not (isinstance(ref, dict) and set(ref) == {"$array"}):
             raise LoadError(f"{where}: variable '{name}' has no array reference")
-        value = arrays.get(ref["$array"], f"variable '{name}'", expect=(shape, dtype))
-        if value.shape != shape or value.dtype != dtype:
-            raise LoadError(f"{where}: variable '{name}' is {value.dtype.name}{list(value.shape)} "
-                            f"in the arrays but {dtype.name}{list(shape)} in the document")
         if type(e["trainable"]) is not bool:
             raise LoadError(f"{where}: variable '{name}': trainable is not a bool")
-        out.append(Variable(value, trainable=e["trainable"], name=name))
+        out.append((name, e["trainable"],
+                    arrays.header(ref["$array"], f"variable '{name}'", expect=(shape, dtype))))
     return out
 
 

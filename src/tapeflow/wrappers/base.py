@@ -15,10 +15,10 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..layers.weight_budget import weight_budget
 from ..models import Model
 from ..ops.random import restore_state, set_seed, snapshot_state
-from .model_io import model_bytes, model_from_bytes, model_from_spec, model_spec
+from .model_io import (model_bytes, model_from_bytes, model_from_pickled_spec, model_from_spec,
+                       model_spec, weight_list)
 
 __all__ = ["SKLBase", "seeded"]
 
@@ -26,6 +26,7 @@ DICT_PARAMS = ("model_kwargs", "fit_kwargs")
 FLOATS = [np.float32, np.float64]  # ints become float32; float64 stays (a float64 model)
 _SAVED = "tapeflow_keras_save"    # a pickled wrapper's models, as data
 _SPEC = "tapeflow_model_spec"
+_WEIGHTS = "weights"               # beside the spec: the weights it makes ([shape, dtype])
 
 
 @contextlib.contextmanager
@@ -130,7 +131,8 @@ class SKLBase(BaseEstimator):
     def __getstate__(self):
         state = dict(super().__getstate__())  # a copy: BaseEstimator's may be our __dict__
         if isinstance(state.get("model"), Model):
-            state["model"] = {_SPEC: model_spec(state["model"])}
+            state["model"] = {_SPEC: model_spec(state["model"]),
+                              _WEIGHTS: weight_list(state["model"])}
         if "model_" in state:
             state["model_"] = {_SAVED: model_bytes(state["model_"])}
         return state
@@ -139,9 +141,11 @@ class SKLBase(BaseEstimator):
         state = dict(state)
         if isinstance(state.get("model"), dict) and _SPEC in state["model"]:
             # its weights are never used (fit clones it): keep the caller's draws; a pickle is
-            # data from elsewhere, so its config's weights are capped before they are made
-            with seeded(0), weight_budget():
-                state["model"] = model_from_spec(state["model"][_SPEC])
+            # data from elsewhere, so its config may make only the weights it lists
+            with seeded(0):
+                state["model"] = model_from_pickled_spec(
+                    state["model"][_SPEC], state["model"].get(_WEIGHTS),
+                    f"{type(self).__name__} (unpickled)")
         if isinstance(state.get("model_"), dict) and _SAVED in state["model_"]:
             state["model_"] = model_from_bytes(state["model_"][_SAVED])
         super().__setstate__(state)

@@ -7,15 +7,21 @@ pickle an unfitted wrapper's model with it.  ``model_bytes`` / ``model_from_byte
 are the HDF5 bytes of a Keras save (``saving.keras_saving``): a fitted wrapper is
 pickled as those, and loading them never runs code.
 """
+import math
 import os
 import tempfile
 
+import numpy as np
+
 from .. import losses, metrics, optimizers
+from ..layers import weight_budget as budget
 from ..models.model_classes import layer_classes
+from ..saving.format import DTYPES
 from ..saving.keras_saving import load_model, save_model
 from ..serialization import deserialize, serialize
 
-__all__ = ["model_spec", "model_from_spec", "model_bytes", "model_from_bytes", "loss_name"]
+__all__ = ["model_spec", "model_from_spec", "model_bytes", "model_from_bytes", "loss_name",
+           "weight_list", "model_from_pickled_spec"]
 
 
 def model_spec(model):
@@ -39,6 +45,49 @@ def model_from_spec(spec):
                       metrics=[m if isinstance(m, str) else metrics.get(m)
                                for m in spec["metrics"]])
     return model
+
+
+def weight_list(model):
+    """``[[shape, dtype name], ...]`` of the model's weights: what a pickle records beside the
+    model's spec, so that unpickling makes exactly those weights and nothing larger."""
+    return [[[int(d) for d in v.shape], np.dtype(v._value.dtype).name] for v in model.weights]
+
+
+def model_from_pickled_spec(spec, weights, where):
+    """``model_from_spec`` for a spec from a pickle (data from elsewhere): the model may make
+    only the weights ``weights`` lists (``weight_list``), within the weight cap; a pickle
+    without the list (written before it was recorded) is held to the cap alone."""
+    if weights is None:
+        with budget.weight_budget():
+            return model_from_spec(spec)
+    expected = _checked_weight_list(weights, where)
+    nbytes = sum(math.prod(shape) * dtype.itemsize for shape, dtype in expected)
+    try:
+        with budget.weight_budget(nbytes, expected=expected):
+            return model_from_spec(spec)
+    except budget.WeightBudgetError as e:
+        listed = ", ".join(f"{d.name}{list(s)}" for s, d in expected) or "none"
+        raise ValueError(f"{where}: the config in model['tapeflow_model_spec'] makes other "
+                         f"weights than model['weights'] lists ({listed}): {e}") from None
+
+
+def _checked_weight_list(weights, where):
+    what = f"{where}: model['weights']"
+    if not isinstance(weights, list) or len(weights) > 100_000:
+        raise ValueError(f"{what} is not a list of [shape, dtype] pairs")
+    out, nbytes = [], 0
+    for entry in weights:
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], list)
+                and len(entry[0]) <= 32 and all(type(d) is int and d >= 0 for d in entry[0])
+                and isinstance(entry[1], str) and entry[1] in DTYPES):
+            raise ValueError(f"{what} holds {str(entry)[:80]}, not a [shape, dtype] pair")
+        shape, dtype = tuple(entry[0]), np.dtype(entry[1])
+        nbytes += math.prod(shape) * dtype.itemsize
+        if nbytes > budget.DEFAULT_BYTES:
+            raise ValueError(f"{what} lists weights of more than {budget.DEFAULT_BYTES / 2**30:.1f}"
+                             f" GiB, past the cap on a model's weights")
+        out.append((shape, dtype))
+    return out
 
 
 def _loss_config(loss):
