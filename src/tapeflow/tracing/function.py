@@ -29,6 +29,7 @@ from ..core.context import PER_THREAD, context
 from ..core.tensor import Tensor, Variable, convert_to_tensor, variables_made_in_traces
 from ..dtypes import as_dtype, numpy_dtype
 from .autograph import convert as autograph_convert
+from .autograph.status import converting as autograph_converting
 from .compiler import compile_graph, interpret, optimize
 from .ir import Graph
 from .tracer import SymbolicTensor, Tracer, tracing
@@ -344,7 +345,7 @@ class Function:
         # AutoGraph: the one place the function is swapped for its converted form (cached)
         traced_function = autograph_convert(self.python_function) if self._autograph \
             else self.python_function
-        with tracing(tracer):
+        with tracing(tracer), autograph_converting(self._autograph):
             result = traced_function(*full, **kwargs)
             flat_out = nest.flatten(result, expand_composites=True)
             out_ids = []

@@ -8,7 +8,8 @@ a ``tf.cond``/``tf.while_loop`` that did not need to be.
 """
 import ast
 
-__all__ = ["assigned_names", "read_names", "annotate_liveness", "GENERATED_PREFIX"]
+__all__ = ["assigned_names", "assigned_composites", "read_names", "annotate_liveness",
+           "GENERATED_PREFIX"]
 
 GENERATED_PREFIX = "ag__"
 
@@ -56,6 +57,57 @@ def assigned_names(nodes):
         for field in _BLOCKS:
             stack.extend(getattr(node, field, ())[::-1])
     return [n for n in out if not n.startswith(GENERATED_PREFIX)]
+
+
+def _walk_statements(nodes):
+    """The statements of ``nodes`` and of their blocks, the converter's functions included (not
+    the user's nested functions or classes)."""
+    stack = list(nodes)[::-1]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _DEFS):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith(GENERATED_PREFIX):
+                stack.extend(node.body[::-1])
+            continue
+        yield node
+        for field in _BLOCKS:
+            stack.extend(getattr(node, field, ())[::-1])
+
+
+def _composite_parts(target):
+    """The names a composite target ``a.b``, ``a[k]``, ``a.b['c']`` is made of (its object and
+    any key that is a name), or None if it is not one AutoGraph tracks (a slice, a computed
+    key, an object that is not a name)."""
+    names = []
+    node = target
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Subscript):
+            key = node.slice
+            if isinstance(key, ast.Name):
+                names.append(key.id)
+            elif not isinstance(key, ast.Constant):
+                return None
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id.startswith(GENERATED_PREFIX):
+        return None
+    return names + [node.id]
+
+
+def assigned_composites(nodes):
+    """The attribute and subscript targets (``self.x``, ``d['k']``, ``l[0]``) the statements
+    ``nodes`` assign or delete, as ``{label: target node}`` in order: as TensorFlow's AutoGraph,
+    only those whose object (and key, if a name) is defined before the statements, i.e. not
+    bound by them (an object made inside a loop body is the body's own)."""
+    bound = set(assigned_names(nodes))
+    out = {}
+    for stmt in _walk_statements(nodes):
+        for target in _targets(stmt):
+            elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            for elt in elts:
+                parts = _composite_parts(elt)
+                if parts and not bound.intersection(parts):
+                    out.setdefault(ast.unparse(elt), elt)
+    return out
 
 
 def read_names(nodes):
