@@ -7,7 +7,8 @@ variables it closes over) and its globals (the module, live).  Conversions are c
 code object.  Left unconverted (called as they are): lambdas, generators, functions of the
 tapeflow package (its own internals, e.g. ``Model.train_step``) or of the standard library
 and installed packages, functions marked ``do_not_convert``, and functions whose source is
-unavailable (a debug-level log line says so).
+unavailable (a debug-level log line says so).  A user's Keras layer has its ``call``
+converted when a trace that converts calls it (``layer_call``, kept per class), as Keras does.
 """
 import ast
 import functools

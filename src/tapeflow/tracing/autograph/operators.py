@@ -6,6 +6,11 @@ variables it assigns that are read afterwards (or in the loop).  The converted c
 over ``get_state``/``set_state`` closures over those variables, so the branch and body
 functions can be re-run on the graph's values.
 
+A tensor loop that defines a variable used after it (nothing before it gives one) starts it
+at zeros of the type one traced iteration gives it, and checks at every call that the loop ran
+at least once (an Assert: TensorFlow's "loop must iterate at least once to initialize ..."
+InvalidArgumentError, naming the variable and the line).
+
 Iterating a ``tf.data.Dataset`` is Python: tapeflow's datasets live on the host, so a
 ``for batch in dataset`` loop inside a ``tf.function`` is unrolled at trace time.
 """

@@ -11,6 +11,11 @@ Each ``if``/``while``/``for`` becomes small local functions plus one call::
                                       ag__set_state_1, ('y',), ('y',), (('y',), ('y',)),
                                       'f.py, line 2, `if` statement')
 
+Attributes and items the statement assigns on objects from before it (``self.x = ...``,
+``d['k'] = ...``, ``l[0] = ...``) are part of its state too, as TensorFlow's "composite
+symbols": the getter reads them (``ag__.ld_composite``), the setter writes them back
+(``ag__.set_attr`` / ``ag__.set_item``).
+
 ``not``, ``and``/``or`` and ``a if c else b`` become ``ag__.not_``, ``ag__.and_``,
 ``ag__.or_`` and ``ag__.if_exp`` (tensors combine in the graph).  Every generated node takes
 the location of the statement it replaces, so tracebacks and errors show the user's lines.
