@@ -202,10 +202,11 @@ def test_loop_while_creates_var_legal(n, type_):
 
 
 def test_loop_while_creates_var_illegal():
-    # TF: autograph/tests/loop_basic_test.py::test_while_creates_var_illegal (the Python half;
-    # the tensor half is a run-time check in TensorFlow that tapeflow does not make)
+    # TF: autograph/tests/loop_basic_test.py::test_while_creates_var_illegal
     with pytest.raises(UnboundLocalError, match="used before assignment"):
         tf.function(cases.while_creates_var)(0)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="loop must iterate at least once"):
+        tf.function(cases.while_creates_var)(tf.constant(0))
 
 
 @pytest.mark.parametrize("n1,n2,type_", _product((0, 2), (2,), (int, _int)))

@@ -37,6 +37,7 @@ from ..serialization import snake_case
 from .symbolic import call_on_symbols, holds_keras_tensor
 from .autocast import variables_in_compute_dtype
 from .weight_budget import charge
+from ..tracing.autograph.conversion import layer_call
 
 __all__ = ["Layer", "name_scope", "clear_session"]
 
@@ -338,10 +339,12 @@ class Layer:
         return _with_mask(self, inputs, outputs, mask)
 
     def _call_in_compute_dtype(self, inputs, args, kwargs):
+        # in a trace, a user's call is AutoGraph-converted (Keras's tf_convert of call)
+        call = self.call if context().trace is None else layer_call(self)
         if not self._casts_variables:
-            return self.call(inputs, *args, **kwargs)
+            return call(inputs, *args, **kwargs)
         with variables_in_compute_dtype(self):
-            return self.call(inputs, *args, **kwargs)
+            return call(inputs, *args, **kwargs)
 
     # --- dtype policy (Keras 3's) ----------------------------------------------------------------
     @property

@@ -33,6 +33,7 @@ from ..ops import assertion
 from ..ops.arithmetic import equal
 from .argument_mutation import check_unmodified, snapshot
 from .autograph import convert as autograph_convert
+from .autograph.status import converting as autograph_converting
 from .compiler import compile_graph, interpret, optimize
 from .ir import Graph
 from .tracer import SymbolicTensor, Tracer, tracing
@@ -361,7 +362,7 @@ class Function:
         # AutoGraph: the one place the function is swapped for its converted form (cached)
         traced_function = autograph_convert(self.python_function) if self._autograph \
             else self.python_function
-        with tracing(tracer):
+        with tracing(tracer), autograph_converting(self._autograph):
             result = traced_function(*full, **kwargs)
             _assert_pinned(self._name, tracer,
                            [leaf for leaf in traced_leaves if leaf.__class__ is SymbolicTensor])

@@ -3,7 +3,8 @@
 
 conversion.py (source -> function, caching, what is left alone), lowering.py
 (``return``/``break``/``continue`` to flags), transformer.py (statements to calls),
-analysis.py (which variables a statement carries), operators.py (the calls, at run time).
+analysis.py (which variables a statement carries), operators.py (the calls, at run time),
+status.py (whether the trace running now converts).
 """
 from . import experimental
 from .conversion import convert, do_not_convert, to_code

@@ -7,7 +7,8 @@ variables it closes over) and its globals (the module, live).  Conversions are c
 code object.  Left unconverted (called as they are): lambdas, generators, functions of the
 tapeflow package (its own internals, e.g. ``Model.train_step``) or of the standard library
 and installed packages, functions marked ``do_not_convert``, and functions whose source is
-unavailable (a debug-level log line says so).
+unavailable (a debug-level log line says so).  A user's Keras layer has its ``call``
+converted when a trace that converts calls it (``layer_call``, kept per class), as Keras does.
 """
 import ast
 import functools
@@ -23,9 +24,11 @@ import weakref
 from . import operators, values
 from .errors import ConversionError
 from .lowering import lower_loop_jumps, lower_returns
+from .status import is_converting
 from .transformer import ControlFlowTransformer, is_generated
 
-__all__ = ["convert", "converted_call", "do_not_convert", "to_code", "is_marked_do_not_convert"]
+__all__ = ["convert", "converted_call", "do_not_convert", "to_code", "is_marked_do_not_convert",
+           "layer_call"]
 
 _log = logging.getLogger("tapeflow.autograph")
 _SKIP_ATTR = "__tapeflow_do_not_convert__"
@@ -40,6 +43,7 @@ _FRAME_BUILTINS = frozenset({"super", "locals", "globals", "vars", "eval", "exec
 _converted_code = {}                            # code object -> (code, its ast) or None
 _converted_fns = weakref.WeakKeyDictionary()    # function -> its converted function
 _user_code = {}                                 # code object -> whether it is the user's
+_layer_calls = weakref.WeakKeyDictionary()      # Layer class -> (its call, as converted)
 
 
 class _Namespace:
@@ -56,6 +60,9 @@ class _Namespace:
     UndefinedReturnValue = values.UndefinedReturnValue
     ld = staticmethod(values.ld)
     ld_state = staticmethod(values.ld_state)
+    ld_composite = staticmethod(values.ld_composite)
+    set_attr = staticmethod(values.set_attr)
+    set_item = staticmethod(values.set_item)
     retval = staticmethod(values.retval)
 
 
@@ -114,14 +121,35 @@ def convert(func):
 def converted_call(func, *args, **kwargs):
     """A call made by converted code: user functions it calls are converted too.  One that
     cannot be converted runs as written, with a warning (as in TensorFlow)."""
+    return _convert_or_warn(func, 3)(*args, **kwargs)
+
+
+def _convert_or_warn(func, stacklevel):
     try:
-        target = convert(func)
+        return convert(func)
     except (NotImplementedError, ValueError, SyntaxError) as e:
         warnings.warn(f"AutoGraph could not convert {getattr(func, '__qualname__', func)!r} "
-                      f"and runs it as written: {e}", stacklevel=2)
+                      f"and runs it as written: {e}", stacklevel=stacklevel)
         _give_up(func)
-        target = func
-    return target(*args, **kwargs)
+        return func
+
+
+def layer_call(layer):
+    """``layer.call`` as a traced step calls it: converted where the trace converts and the
+    layer's class is the user's (Keras converts a subclassed layer's ``call`` with
+    ``tf_convert``); tapeflow's own layers' and a ``call`` set on the instance as they are.
+    The converted function is kept per class."""
+    if not is_converting() or "call" in layer.__dict__:
+        return layer.call
+    cls = type(layer)
+    call = cls.call
+    cached = _layer_calls.get(cls)
+    if cached is None or cached[0] is not call:
+        converted = call
+        if isinstance(call, types.FunctionType) and _user_function(call):
+            converted = _convert_or_warn(call, 4)
+        cached = _layer_calls[cls] = (call, converted)
+    return types.MethodType(cached[1], layer)
 
 
 def _give_up(func):

@@ -6,6 +6,11 @@ variables it assigns that are read afterwards (or in the loop).  The converted c
 over ``get_state``/``set_state`` closures over those variables, so the branch and body
 functions can be re-run on the graph's values.
 
+A tensor loop that defines a variable used after it (nothing before it gives one) starts it
+at zeros of the type one traced iteration gives it, and checks at every call that the loop ran
+at least once (an Assert: TensorFlow's "loop must iterate at least once to initialize ..."
+InvalidArgumentError, naming the variable and the line).
+
 Iterating a ``tf.data.Dataset`` is Python: tapeflow's datasets live on the host, so a
 ``for batch in dataset`` loop inside a ``tf.function`` is unrolled at trace time.
 """
@@ -16,7 +21,9 @@ import numpy as np
 from ...core import nest
 from ...core.context import context
 from ...core.tensor import Tensor, Variable, convert_to_tensor
+from ...errors import InvalidArgumentError
 from ...ops.arithmetic import add, greater, less, logical_and, logical_not, logical_or
+from ...ops.assertion import assert_that
 from ...ops.creation import range_, zeros
 from ...ops.shape import gather, shape
 from ..control_flow import _trace as trace_nested
@@ -220,7 +227,8 @@ def _graph_while(test, body, get_state, set_state, names, carry, live, where):
     if created:
         # Made inside the loop and used after it (a `return` in the loop, say): trace the
         # body once, thrown away, to learn its type, and start from zeros of it (as
-        # TensorFlow's AutoGraph; the loop must run at least once for the value to be real).
+        # TensorFlow's AutoGraph; the loop must run at least once for the value to be real,
+        # which an Assert after the loop checks at every call).
         for k, value in zip(created, _probe(body, init, set_state, get_state, created)):
             _check_branch_value(names[k], value, "first iteration's", where)
             init[k] = nest.map_structure(_zeros_like, value)
@@ -250,11 +258,21 @@ def _graph_while(test, body, get_state, set_state, names, carry, live, where):
             _check_same(names[k], before, value, "before the loop",
                         "after one iteration", where, loop=True)
             out.append(value)
-        return [values[0]] + out
+        return [convert_to_tensor(True) if created else values[0]] + out
 
-    # a constant first loop variable, so that a loop over nothing but Variables has one
-    result = while_loop(loop_cond, loop_body, [convert_to_tensor(0)] + loop_vars)
+    # The first loop variable says whether the body ran (where it must have: ``created``);
+    # it is there anyway, so that a loop over nothing but Variables has one.
+    first = convert_to_tensor(False) if created else convert_to_tensor(0)
+    result = while_loop(loop_cond, loop_body, [first] + loop_vars)
+    if created:
+        assert_that(result[0], [_zero_trips_message([names[k] for k in created], where)], ())
     restore(list(result)[1:])
+
+
+def _zero_trips_message(names, where):
+    """TensorFlow's message for a loop that ran no times but had to define ``names``."""
+    labels = ["the function return value" if n == _RETVAL else n for n in names]
+    return f"{where}: loop must iterate at least once to initialize {', '.join(labels)}"
 
 
 def _probe(body, init, set_state, get_state, created):
@@ -293,11 +311,13 @@ def range_aware(func, *args, **kwargs):
     return func(*args, **kwargs)
 
 
-def for_stmt(iterable, extra_test, body, get_state, set_state, names, carry, live, where):
+def for_stmt(iterable, extra_test, body, get_state, set_state, names, carry, live, where,
+             target=None):
     """``for x in iterable: body(x)`` while ``extra_test()`` (break, return) holds; the names
-    as for ``while_stmt``."""
+    as for ``while_stmt``; ``target``: the loop variable's name where it is a plain name."""
     if isinstance(iterable, SymbolicRange) or _is_graph(iterable):
-        _graph_for(iterable, extra_test, body, get_state, set_state, names, carry, live, where)
+        _graph_for(iterable, extra_test, body, get_state, set_state, names, carry, live, where,
+                   target)
         return
     for item in iterable:
         if extra_test is not None:
@@ -311,8 +331,13 @@ def for_stmt(iterable, extra_test, body, get_state, set_state, names, carry, liv
         body(item)
 
 
-def _graph_for(iterable, extra_test, body, get_state, set_state, names, carry, live, where):
+def _graph_for(iterable, extra_test, body, get_state, set_state, names, carry, live, where,
+               target):
     index = [None]
+    # A range's loop variable is its index: if the loop defines it, it has the range's start
+    # before (TensorFlow's, which needs no iteration for it: `for i in tf.range(0)` leaves 0).
+    target_k = names.index(target) if isinstance(iterable, SymbolicRange) and \
+        target in names else None
     if isinstance(iterable, SymbolicRange):
         start, limit, delta = iterable.start, iterable.limit, iterable.delta
         index[0] = _range_start(start, limit, delta)
@@ -330,8 +355,12 @@ def _graph_for(iterable, extra_test, body, get_state, set_state, names, carry, l
         tensor = iterable.value() if isinstance(iterable, Variable) else iterable
         if not tuple(tensor.shape):
             raise located(where, "cannot iterate over a scalar tensor", TypeError)
-        if tuple(tensor.shape)[0] == 0:
-            return   # no rows in this trace's shape: the loop runs no times
+        if tuple(tensor.shape)[0] == 0:   # no rows in this trace's shape: it runs no times
+            state = get_state()
+            created = [n for n, v in zip(names, state) if is_undefined(v) and n in live]
+            if created:    # as the Assert after a loop would at every call
+                raise InvalidArgumentError(None, None, _zero_trips_message(created, where))
+            return
         index[0] = convert_to_tensor(0)
         length = shape(tensor)[0]
 
@@ -350,7 +379,10 @@ def _graph_for(iterable, extra_test, body, get_state, set_state, names, carry, l
         index[0] = add(index[0], _one_like(index[0]))
 
     def get():
-        return tuple(get_state()) + (index[0],)
+        state = tuple(get_state())
+        if target_k is not None and is_undefined(state[target_k]):
+            state = state[:target_k] + (index[0],) + state[target_k + 1:]
+        return state + (index[0],)
 
     def set_(values):
         set_state(tuple(values[:-1]))

@@ -11,15 +11,22 @@ Each ``if``/``while``/``for`` becomes small local functions plus one call::
                                       ag__set_state_1, ('y',), ('y',), (('y',), ('y',)),
                                       'f.py, line 2, `if` statement')
 
+Attributes and items the statement assigns on objects from before it (``self.x = ...``,
+``d['k'] = ...``, ``l[0] = ...``) are part of its state too, as TensorFlow's "composite
+symbols": the getter reads them (``ag__.ld_composite``), the setter writes them back
+(``ag__.set_attr`` / ``ag__.set_item``).
+
 ``not``, ``and``/``or`` and ``a if c else b`` become ``ag__.not_``, ``ag__.and_``,
 ``ag__.or_`` and ``ag__.if_exp`` (tensors combine in the graph).  Every generated node takes
 the location of the statement it replaces, so tracebacks and errors show the user's lines.
 Nested functions and lambdas of the user are left as they are.
 """
 import ast
+import copy
 import itertools
 
-from .analysis import GENERATED_PREFIX, annotate_liveness, assigned_names, read_names
+from .analysis import (GENERATED_PREFIX, annotate_liveness, assigned_composites, assigned_names,
+                       read_names)
 
 __all__ = ["ControlFlowTransformer", "is_generated"]
 
@@ -131,14 +138,27 @@ class ControlFlowTransformer(ast.NodeTransformer):
                                body=self._scope_decl(names) + (body or [ast.Pass()]),
                                decorator_list=[], returns=None)
 
-    def _state_fns(self, k, names):
+    def _state_fns(self, k, names, composites=None):
+        """The state's getter and setter: ``names`` are variables, ``composites`` the attribute
+        and subscript targets (label -> target node) the statement carries after them."""
+        composites = composites or {}
+        reads = [_call("ld_state", _thunk(_load(n)), ast.Constant(value=n)) for n in names]
+        reads += [_call("ld_composite", _thunk(_as_load(t)), ast.Constant(value=label))
+                  for label, t in composites.items()]
         getter = ast.FunctionDef(
             name=f"ag__get_state_{k}", args=_no_args(), decorator_list=[], returns=None,
-            body=[ast.Return(value=ast.Tuple(elts=[
-                _call("ld_state", _thunk(_load(n)), ast.Constant(value=n)) for n in names],
-                ctx=ast.Load()))])
+            body=[ast.Return(value=ast.Tuple(elts=reads, ctx=ast.Load()))])
         target = ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Store()) for n in names], ctx=ast.Store())
-        setter_body = [ast.Assign(targets=[target], value=_load("ag__vars"))] if names else []
+        values = _load("ag__vars")
+        if composites:
+            values = ast.Subscript(value=values, slice=ast.Slice(lower=None, upper=ast.Constant(len(names)),
+                                                             step=None),
+                                   ctx=ast.Load())
+        setter_body = [ast.Assign(targets=[target], value=values)] if names else []
+        for j, t in enumerate(composites.values()):
+            value = ast.Subscript(value=_load("ag__vars"), slice=ast.Constant(len(names) + j),
+                                  ctx=ast.Load())
+            setter_body.append(ast.Expr(value=_store_composite(t, value)))
         setter = self._def(f"ag__set_state_{k}", ["ag__vars"], setter_body, names)
         return [getter, setter]
 
@@ -150,16 +170,21 @@ class ControlFlowTransformer(ast.NodeTransformer):
         # every variable the branches assign is reset before each branch; those read after
         # the statement (``live``) are its outputs
         modified = assigned_names(node.body + node.orelse)
-        live = [n for n in modified if n in node.live_out]
-        body_names = assigned_names(node.body)
-        else_names = assigned_names(node.orelse) if node.orelse else []
+        # attributes and items of objects from before (``self.x``, ``d['k']``) are carried as
+        # variables are; the object may be read anywhere afterwards, so they are always outputs
+        composites = assigned_composites(node.body + node.orelse)
+        live = [n for n in modified if n in node.live_out] + list(composites)
+        body_names = assigned_names(node.body) + [
+            c for c in assigned_composites(node.body) if c in composites]
+        else_names = assigned_names(node.orelse) + [
+            c for c in assigned_composites(node.orelse) if c in composites]
         stmts = [self._def(f"ag__if_body_{k}", [], node.body, modified),
                  self._def(f"ag__else_body_{k}", [], node.orelse, modified)]
-        stmts += self._state_fns(k, modified)
+        stmts += self._state_fns(k, modified, composites)
         stmts.append(ast.Expr(value=_call(
             "if_stmt", test, _load(f"ag__if_body_{k}"), _load(f"ag__else_body_{k}"),
-            _load(f"ag__get_state_{k}"), _load(f"ag__set_state_{k}"), _str_tuple(modified),
-            _str_tuple(live),
+            _load(f"ag__get_state_{k}"), _load(f"ag__set_state_{k}"),
+            _str_tuple(modified + list(composites)), _str_tuple(live),
             ast.Tuple(elts=[_str_tuple(body_names), _str_tuple(else_names)], ctx=ast.Load()),
             self._where(node, "if"))))
         return self._located(stmts, node)
@@ -171,7 +196,8 @@ class ControlFlowTransformer(ast.NodeTransformer):
         reads = read_names([node])
         carry = [n for n in modified if n in node.live_out or n in reads]
         live = [n for n in carry if n in node.live_out]
-        return modified, carry, live
+        composites = assigned_composites([node])     # always carried and live (see visit_If)
+        return modified, composites, carry + list(composites), live + list(composites)
 
     def _extra_tests(self, node):
         flags = getattr(node, "ag_extra_tests", [])
@@ -191,14 +217,15 @@ class ControlFlowTransformer(ast.NodeTransformer):
         extra = self._extra_tests(node)
         if extra:
             test = _call("and_", *[_thunk(e) for e in extra + [test]])
-        modified, carry, live = self._loop_state(node)
+        modified, composites, carry, live = self._loop_state(node)
         stmts = self._flag_inits(node)
         stmts.append(self._def(f"ag__loop_test_{k}", [], [ast.Return(value=test)], []))
         stmts.append(self._def(f"ag__loop_body_{k}", [], node.body, modified))
-        stmts += self._state_fns(k, modified)
+        stmts += self._state_fns(k, modified, composites)
         stmts.append(ast.Expr(value=_call(
             "while_stmt", _load(f"ag__loop_test_{k}"), _load(f"ag__loop_body_{k}"),
-            _load(f"ag__get_state_{k}"), _load(f"ag__set_state_{k}"), _str_tuple(modified),
+            _load(f"ag__get_state_{k}"), _load(f"ag__set_state_{k}"),
+            _str_tuple(modified + list(composites)),
             _str_tuple(carry), _str_tuple(live), self._where(node, "while"))))
         return self._located(stmts, node)
 
@@ -211,7 +238,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
                                 keywords=iterable.keywords)
         k = next(self._ids)
         extra = self._extra_tests(node)
-        modified, carry, live = self._loop_state(node)
+        modified, composites, carry, live = self._loop_state(node)
         stmts = self._flag_inits(node)
         if extra:
             stmts.append(self._def(f"ag__extra_test_{k}", [], [ast.Return(
@@ -223,11 +250,13 @@ class ControlFlowTransformer(ast.NodeTransformer):
         bind = ast.Assign(targets=[node.target], value=_load("ag__item"))
         ast.copy_location(bind, node)
         stmts.append(self._def(f"ag__loop_body_{k}", ["ag__item"], [bind] + node.body, modified))
-        stmts += self._state_fns(k, modified)
+        stmts += self._state_fns(k, modified, composites)
         stmts.append(ast.Expr(value=_call(
             "for_stmt", iterable, extra_fn, _load(f"ag__loop_body_{k}"),
-            _load(f"ag__get_state_{k}"), _load(f"ag__set_state_{k}"), _str_tuple(modified),
-            _str_tuple(carry), _str_tuple(live), self._where(node, "for"))))
+            _load(f"ag__get_state_{k}"), _load(f"ag__set_state_{k}"),
+            _str_tuple(modified + list(composites)),
+            _str_tuple(carry), _str_tuple(live), self._where(node, "for"),
+            ast.Constant(value=node.target.id if isinstance(node.target, ast.Name) else None))))
         return self._located(stmts, node)
 
     def _located(self, stmts, node):
@@ -252,6 +281,22 @@ class ControlFlowTransformer(ast.NodeTransformer):
         return ast.copy_location(_call("if_exp", node.test, _thunk(node.body), _thunk(node.orelse),
                                        ast.Constant(value=f"{self._filename}, line {node.lineno}, "
                                                           "conditional expression")), node)
+
+
+def _as_load(target):
+    """A copy of an assignment target ``a.b`` / ``a[k]`` that reads it."""
+    node = copy.deepcopy(target)
+    node.ctx = ast.Load()
+    return node
+
+
+def _store_composite(target, value):
+    """``ag__.set_attr(a, 'b', value)`` / ``ag__.set_item(a, k, value)`` for target ``a.b`` /
+    ``a[k]`` (a value that is Undefined deletes it again)."""
+    obj = copy.deepcopy(target.value)
+    if isinstance(target, ast.Attribute):
+        return _call("set_attr", obj, ast.Constant(value=target.attr), value)
+    return _call("set_item", obj, copy.deepcopy(target.slice), value)
 
 
 def _locate(new, old):

@@ -1,6 +1,7 @@
 """Placeholders for a variable that has no value yet in converted code."""
 
-__all__ = ["Undefined", "UndefinedReturnValue", "ld", "ld_state", "retval", "is_undefined"]
+__all__ = ["Undefined", "UndefinedReturnValue", "ld", "ld_state", "ld_composite", "set_attr",
+           "set_item", "retval", "is_undefined"]
 
 
 class Undefined:
@@ -42,6 +43,33 @@ def ld_state(read, name):
         return read()
     except NameError:   # ``del x`` inside the statement
         return Undefined(name)
+
+
+def ld_composite(read, name):
+    """``read()`` (an attribute or item of a statement's state, ``name`` as ``d['k']``), or
+    Undefined if the object has none yet (TensorFlow's ``ldu``)."""
+    try:
+        return read()
+    except (NameError, AttributeError, KeyError, IndexError, TypeError):
+        return Undefined(name)
+
+
+def set_attr(obj, name, value):
+    """``obj.name = value``; an Undefined value removes the attribute again (it had none)."""
+    if value.__class__ is Undefined:
+        if hasattr(obj, name):
+            delattr(obj, name)
+    else:
+        setattr(obj, name, value)
+
+
+def set_item(obj, key, value):
+    """``obj[key] = value``; an Undefined value removes the item again (it had none)."""
+    if value.__class__ is Undefined:
+        if isinstance(obj, dict):
+            obj.pop(key, None)
+    else:
+        obj[key] = value
 
 
 def retval(value):
