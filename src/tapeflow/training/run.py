@@ -47,6 +47,7 @@ from . import checkpoint as ckpt_io
 from . import loop_state
 from . import preemption
 from .build import build_model
+from .mlflow_log import MlflowLog, check_installed as check_mlflow_installed
 from .run_config import RunConfig, dump_yaml, load_config, parse_config
 from .data_sources import load_data
 from .errors import CheckpointError, ConfigError, Preempted, TrainingError, UserError
@@ -168,8 +169,13 @@ def _train_on_device(plan):
                        plan.verbose and plan.root, plan.stream, strategy, plan.stop)
     if plan.resumed is not None:
         trainer.restore(plan.resumed)
-    trainer.fit()
-    return trainer.finish()
+    trainer.open_logs()
+    try:
+        trainer.fit()
+        return trainer.finish()
+    except BaseException as error:  # the MLflow run, if any, ends as KILLED or FAILED
+        trainer.close_logs(error)
+        raise
 
 
 def _run_dir_checked(run_dir, cfg, where, resume):
@@ -207,6 +213,8 @@ def _set_up(root, config, overrides, output, resume):
     """The set-up steps, on this process alone (no MPI call: ``_train`` runs them together)."""
     cfg, where, base_dir = _config(config, overrides)
     check_device(cfg.device)
+    if cfg.logging.mlflow is not None:
+        check_mlflow_installed(cfg.logging.mlflow)
     run_dir = os.path.abspath(output or os.path.join(
         "runs", os.path.splitext(os.path.basename(where))[0]))
     resumed = _run_dir_checked(run_dir, cfg, where, resume) if root else None
@@ -377,6 +385,7 @@ class _Trainer:
         self.best = _Best(cfg.best_monitor, cfg.checkpoint.mode) \
             if cfg.checkpoint.keep_best else None
         self.nan_at = None
+        self.mlflow = None          # the MLflow run (logging.mlflow), once open_logs opened it
 
     # --- state in and out of checkpoints ---------------------------------------------------------
     def training_state(self, finished=False, step=0, order_seed=None):
@@ -497,6 +506,8 @@ class _Trainer:
         self.epoch = epoch + 1
         for k, v in logs.items():
             self.history.setdefault(k, []).append(float(v))
+        if self.mlflow is not None:
+            self.mlflow.log_epoch(self.epoch, logs)
         if self.early_stopping is not None and self.model.stop_training:
             self.stopped = True
         every = self.cfg.checkpoint.every
@@ -516,6 +527,16 @@ class _Trainer:
             self.preempted(path, f"epoch {self.epoch}")
 
     # --- what the run leaves ---------------------------------------------------------------------
+    def open_logs(self):
+        """The MLflow run (``logging.mlflow``), started or gone on in; rank 0 alone logs."""
+        settings = self.cfg.logging.mlflow
+        if settings is not None and self.writes:
+            self.mlflow = MlflowLog.open(settings, self.run_dir, self.resolved, self.history)
+
+    def close_logs(self, error):
+        if self.mlflow is not None:
+            self.mlflow.end(error)
+
     def finish(self):
         if self.early_stopping is not None and self.early_stopping.restore_best_weights \
                 and self.early_stopping.best_weights is not None:
@@ -530,6 +551,8 @@ class _Trainer:
             write_history(self.run_dir, self.history)
             if self.cfg.logging.plot and self.history:
                 plot_history(os.path.join(self.run_dir, "learning_curve.png"), self.history)
+            if self.mlflow is not None:
+                self.mlflow.finish()  # the run directory as it ends, as artifacts
         test = launch.broadcast(self.strategy, test)
         if self.verbose:
             shown = " - ".join(f"{k}: {v:.4f}" for k, v in test.items())
