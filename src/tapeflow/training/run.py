@@ -10,6 +10,9 @@ directory:
   ``keep_last`` kept) and ``checkpoints/best.h5``; ``model.h5`` when it ends;
 - ``history.csv`` / ``history.json`` (a row per epoch), ``learning_curve.png``,
   ``test_metrics.json`` (printed too).
+- with ``logging.tensorboard``, event files under ``tensorboard/``; with ``logging.mlflow``,
+  ``mlflow_run.json`` naming the MLflow run it logs to (``mlflow_log``), and the default store
+  under ``mlflow/``.
 
 A checkpoint is written at the end of an epoch and holds the random state as
 the next epoch would start from it, so ``resume=True`` rebuilds the model from
