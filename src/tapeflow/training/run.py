@@ -537,8 +537,13 @@ class _Trainer:
             self.mlflow = MlflowLog.open(settings, self.run_dir, self.resolved, self.history)
 
     def close_logs(self, error):
+        """The MLflow run ended as KILLED or FAILED by ``error``, which is what is reported:
+        a store that cannot be reached now too does not hide it."""
         if self.mlflow is not None:
-            self.mlflow.end(error)
+            try:
+                self.mlflow.end(error)
+            except Exception:  # noqa: BLE001 (the run's own error is raised on)
+                pass
 
     def finish(self):
         if self.early_stopping is not None and self.early_stopping.restore_best_weights \
