@@ -134,7 +134,14 @@ def test_ops_compute_what_numpy_does():
 
 
 def test_only_the_wrappers_import_scikit_learn():
+    # and nothing imports MLflow, an optional extra (logging.mlflow), installed or not:
+    # the watch sees every import that is asked for, even one that would fail
     code = ("import sys\n"
+            "asked = []\n"
+            "class WatchMlflow:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.partition('.')[0] == 'mlflow': asked.append(name)\n"
+            "sys.meta_path.insert(0, WatchMlflow())\n"
             "import tapeflow as tf\n"
             "from tapeflow.keras import (activations, backend, callbacks, initializers, layers,\n"
             "    losses, metrics, models, ops, optimizers, preprocessing, regularizers, saving,\n"
@@ -142,9 +149,10 @@ def test_only_the_wrappers_import_scikit_learn():
             "from tapeflow.keras.preprocessing.sequence import pad_sequences\n"
             "from tapeflow.data.experimental import AUTOTUNE\n"
             "assert 'sklearn' not in sys.modules\n")
-    for first_use in ("from tapeflow.keras.wrappers import SKLearnRegressor",
-                      "SKLearnRegressor = tf.keras.wrappers.SKLearnRegressor"):
-        used = (f"{first_use}\n"
+    trainer = "import tapeflow.cli, tapeflow.training.run\nassert not asked, asked\n"
+    for first_use, also in (("from tapeflow.keras.wrappers import SKLearnRegressor", trainer),
+                            ("SKLearnRegressor = tf.keras.wrappers.SKLearnRegressor", "")):
+        used = (f"{also}{first_use}\n"
                 "assert 'sklearn' in sys.modules\n"
                 "from tapeflow.keras.wrappers import SKLearnRegressor as again\n"
                 "assert tf.keras.wrappers.SKLearnRegressor is again is SKLearnRegressor\n")

@@ -10,6 +10,9 @@ directory:
   ``keep_last`` kept) and ``checkpoints/best.h5``; ``model.h5`` when it ends;
 - ``history.csv`` / ``history.json`` (a row per epoch), ``learning_curve.png``,
   ``test_metrics.json`` (printed too).
+- with ``logging.tensorboard``, event files under ``tensorboard/``; with ``logging.mlflow``,
+  ``mlflow_run.json`` naming the MLflow run it logs to (``mlflow_log``), and the default store
+  under ``mlflow/``.
 
 A checkpoint is written at the end of an epoch and holds the random state as
 the next epoch would start from it, so ``resume=True`` rebuilds the model from
@@ -47,6 +50,7 @@ from . import checkpoint as ckpt_io
 from . import loop_state
 from . import preemption
 from .build import build_model
+from .mlflow_log import MlflowLog, check_installed as check_mlflow_installed
 from .run_config import RunConfig, dump_yaml, load_config, parse_config
 from .data_sources import load_data
 from .errors import CheckpointError, ConfigError, Preempted, TrainingError, UserError
@@ -168,8 +172,13 @@ def _train_on_device(plan):
                        plan.verbose and plan.root, plan.stream, strategy, plan.stop)
     if plan.resumed is not None:
         trainer.restore(plan.resumed)
-    trainer.fit()
-    return trainer.finish()
+    trainer.open_logs()
+    try:
+        trainer.fit()
+        return trainer.finish()
+    except BaseException as error:  # the MLflow run, if any, ends as KILLED or FAILED
+        trainer.close_logs(error)
+        raise
 
 
 def _run_dir_checked(run_dir, cfg, where, resume):
@@ -207,6 +216,8 @@ def _set_up(root, config, overrides, output, resume):
     """The set-up steps, on this process alone (no MPI call: ``_train`` runs them together)."""
     cfg, where, base_dir = _config(config, overrides)
     check_device(cfg.device)
+    if cfg.logging.mlflow is not None:
+        check_mlflow_installed(cfg.logging.mlflow)
     run_dir = os.path.abspath(output or os.path.join(
         "runs", os.path.splitext(os.path.basename(where))[0]))
     resumed = _run_dir_checked(run_dir, cfg, where, resume) if root else None
@@ -377,6 +388,7 @@ class _Trainer:
         self.best = _Best(cfg.best_monitor, cfg.checkpoint.mode) \
             if cfg.checkpoint.keep_best else None
         self.nan_at = None
+        self.mlflow = None          # the MLflow run (logging.mlflow), once open_logs opened it
 
     # --- state in and out of checkpoints ---------------------------------------------------------
     def training_state(self, finished=False, step=0, order_seed=None):
@@ -497,6 +509,8 @@ class _Trainer:
         self.epoch = epoch + 1
         for k, v in logs.items():
             self.history.setdefault(k, []).append(float(v))
+        if self.mlflow is not None:
+            self.mlflow.log_epoch(self.epoch, logs)
         if self.early_stopping is not None and self.model.stop_training:
             self.stopped = True
         every = self.cfg.checkpoint.every
@@ -516,6 +530,21 @@ class _Trainer:
             self.preempted(path, f"epoch {self.epoch}")
 
     # --- what the run leaves ---------------------------------------------------------------------
+    def open_logs(self):
+        """The MLflow run (``logging.mlflow``), started or gone on in; rank 0 alone logs."""
+        settings = self.cfg.logging.mlflow
+        if settings is not None and self.writes:
+            self.mlflow = MlflowLog.open(settings, self.run_dir, self.resolved, self.history)
+
+    def close_logs(self, error):
+        """The MLflow run ended as KILLED or FAILED by ``error``, which is what is reported:
+        a store that cannot be reached now too does not hide it."""
+        if self.mlflow is not None:
+            try:
+                self.mlflow.end(error)
+            except Exception:  # noqa: BLE001 (the run's own error is raised on)
+                pass
+
     def finish(self):
         if self.early_stopping is not None and self.early_stopping.restore_best_weights \
                 and self.early_stopping.best_weights is not None:
@@ -530,6 +559,8 @@ class _Trainer:
             write_history(self.run_dir, self.history)
             if self.cfg.logging.plot and self.history:
                 plot_history(os.path.join(self.run_dir, "learning_curve.png"), self.history)
+            if self.mlflow is not None:
+                self.mlflow.finish()  # the run directory as it ends, as artifacts
         test = launch.broadcast(self.strategy, test)
         if self.verbose:
             shown = " - ".join(f"{k}: {v:.4f}" for k, v in test.items())

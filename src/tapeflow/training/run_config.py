@@ -17,7 +17,7 @@ import os
 import secrets
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from .errors import ConfigError
 from .model_graph import GraphModel, KerasConfig
@@ -129,6 +129,16 @@ class CheckpointConfig(Section):
     mode: Literal["auto", "min", "max"] = "auto"
 
 
+class MlflowConfig(Section):
+    """Where ``logging.mlflow`` logs (``true`` takes these defaults)."""
+    tracking_uri: Optional[Annotated[str, Field(min_length=1)]] = Field(
+        None, description="an MLflow tracking URI; null: MLFLOW_TRACKING_URI if set, else an "
+                          "SQLite store under mlflow/ in the run directory")
+    experiment: Optional[Annotated[str, Field(min_length=1)]] = Field(
+        None, description="the MLflow experiment's name; null: MLFLOW_EXPERIMENT_NAME if set, "
+                          "else 'tapeflow'")
+
+
 class LoggingConfig(Section):
     progress: Literal["auto", "bar", "lines", "none"] = Field(
         "auto", description="a tqdm bar on a terminal, one line per epoch otherwise")
@@ -136,6 +146,24 @@ class LoggingConfig(Section):
     tensorboard: bool = Field(
         False, description="TensorBoard event files under tensorboard/ in the run directory "
         "(epoch scalars, the traced step's graph); needs the tensorboard package")
+    mlflow: Optional[MlflowConfig] = Field(
+        None, description="log the config (params), each epoch's metrics and, at the end, the "
+        "run directory to MLflow: true (the defaults) or {tracking_uri, experiment}; needs "
+        "tapeflow[mlflow]")
+
+    @field_validator("mlflow", mode="before")
+    @classmethod
+    def _mlflow_switch(cls, value):
+        """``true`` is the default settings, ``false`` none (one type, so that a typo inside
+        the mapping is reported at its own key, not beside 'not a boolean')."""
+        if value is True:
+            return {}
+        if value is False:
+            return None
+        if value is None or isinstance(value, (dict, MlflowConfig)):
+            return value
+        raise ValueError(f"true, false or a mapping {{tracking_uri, experiment}}, not "
+                         f"{value!r}")
 
 
 class RunConfig(Section):
