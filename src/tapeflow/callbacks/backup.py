@@ -55,6 +55,17 @@ class BackupAndRestore(Callback):
         self._epoch = 0
         self._batches_seen = 0
 
+    def get_state(self):
+        """Its counters: the epoch in progress and the batches seen (``save_freq``'s count)."""
+        return {"epoch": self._epoch, "batches_seen": self._batches_seen}
+
+    def set_state(self, state):
+        epoch, seen = state["epoch"], state["batches_seen"]
+        if type(epoch) is not int or type(seen) is not int or epoch < 0 or seen < 0:
+            raise ValueError(f"BackupAndRestore: the state {state!r} is not two counts "
+                             f"(integers of at least 0)")
+        self._epoch, self._batches_seen = epoch, seen
+
     @property
     def _state_path(self):
         return os.path.join(self.backup_dir, STATE_NAME)
