@@ -121,27 +121,27 @@ def _csv_rows(path):
 
 
 def test_csv_logger_resumed_appends_each_epoch_once(tmp_path):
-    """A checkpoint after epoch 2; the run wrote epoch 3's row before it was killed: the
-    resumed run drops that row and writes epochs 3 and 4 after the first two."""
+    """A checkpoint after epoch 2; the run wrote epochs 3 to 5's rows before it was killed:
+    the resumed run (to epoch 4) drops those rows and writes its own after the first two."""
     path = tmp_path / "log.csv"
     values = [3, 2, 1, 0.5, 0.25]
     first = cb.CSVLogger(path)
     model, _ = _fit(values, first, epochs=2)
     state = first.get_state()
     assert (state["rows"], state["keys"]) == (2, ["loss", "val_loss"])
-    first.set_state(state)   # the killed run's epoch 3, written after the checkpoint
-    _fit(values, first, model=model, initial_epoch=2, epochs=3)
-    assert [r[0] for r in _csv_rows(path)] == ["epoch", "0", "1", "2"]
+    first.set_state(state)   # the killed run's epochs, written after the checkpoint
+    _fit(values, first, model=model, initial_epoch=2)
+    assert [r[0] for r in _csv_rows(path)] == ["epoch", "0", "1", "2", "3", "4"]
     second = cb.CSVLogger(path)
     second.set_state(_as_saved(state))
-    _fit(values, second, model=model, initial_epoch=2)
+    _fit(values, second, model=model, initial_epoch=2, epochs=4)
     rows = _csv_rows(path)
-    assert [r[0] for r in rows] == ["epoch", "0", "1", "2", "3", "4"]
-    assert [float(r[2]) for r in rows[1:]] == values
-    # the negative control: append=True without the state repeats epoch 2 and 3's rows
+    assert [r[0] for r in rows] == ["epoch", "0", "1", "2", "3"]
+    assert [float(r[2]) for r in rows[1:]] == values[:4]
+    # the negative control: append=True without the state repeats epochs 2 and 3
     third = cb.CSVLogger(path, append=True)
     _fit(values, third, model=model, initial_epoch=2, epochs=4)
-    assert [r[0] for r in _csv_rows(path)].count("2") == 2
+    assert [r[0] for r in _csv_rows(path)] == ["epoch", "0", "1", "2", "3", "2", "3"]
 
 
 def test_csv_logger_refuses_a_file_shorter_than_its_position(tmp_path):
