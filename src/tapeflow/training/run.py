@@ -42,9 +42,9 @@ from ..core.context import context, reset
 from ..device import device as tf_device
 from ..distribute import launch
 from ..ops import random as random_ops
+from ..saving import training_checkpoint as one_checkpoint
 from ..saving.atomic import make_directory, write_atomically, write_text_atomically
 from . import checkpoint as ckpt_io
-from . import loop_state
 from . import preemption
 from .build import build_model
 from .config import RunConfig, dump_yaml, load_config, parse_config
@@ -380,10 +380,9 @@ class _Trainer:
 
     # --- state in and out of checkpoints ---------------------------------------------------------
     def training_state(self, finished=False, step=0, order_seed=None):
-        callbacks = {}
-        arrays = loop_state.metric_arrays(self.model) if step else {}
+        callbacks, arrays = {}, {}
         if self.early_stopping is not None:
-            callbacks["early_stopping"], es_arrays = loop_state.callback_state(
+            callbacks["early_stopping"], es_arrays = one_checkpoint.callback_state(
                 "early_stopping", self.early_stopping)
             arrays.update(es_arrays)
         if self.best is not None:
@@ -401,13 +400,12 @@ class _Trainer:
         self.epoch = ckpt.epoch
         self.step = ckpt.training.get("step", 0)
         self.order_seed = ckpt.training.get("order_seed")
-        self.metric_state = loop_state.metric_state(ckpt.arrays, ckpt.path)
+        self.metric_state = ckpt.metric_state
         self.stopped = ckpt.training["stopped"]
         self.history = {k: list(v) for k, v in ckpt.training["history"].items()}
         callbacks = ckpt.training["callbacks"]
         if self.early_stopping is not None and "early_stopping" in callbacks:
-            loop_state.restore_callback("early_stopping", self.early_stopping,
-                                        callbacks["early_stopping"], ckpt.arrays, ckpt.path)
+            one_checkpoint.restore_callback(ckpt, "early_stopping", self.early_stopping)
         if self.best is not None and "best" in callbacks:
             self.best.value = callbacks["best"]["value"]
             self.best.epoch = callbacks["best"]["epoch"]
@@ -585,8 +583,8 @@ class _EpochEnd(callbacks_module.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
         if self.trainer.step and epoch == self.trainer.epoch:  # after fit reset the metrics
-            loop_state.restore_metrics(self.model, self.trainer.metric_state,
-                                       self.trainer.run_dir)
+            one_checkpoint.restore_metrics(self.model, self.trainer.metric_state,
+                                           self.trainer.run_dir, CheckpointError)
             self.trainer.step, self.trainer.metric_state = 0, {}
 
     def on_train_batch_end(self, batch, logs=None):
