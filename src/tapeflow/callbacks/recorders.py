@@ -1,5 +1,5 @@
-"""Callbacks that record or react to each step's logs: TerminateOnNaN, CSVLogger and
-LambdaCallback (TensorBoard has its own module)."""
+"""Callbacks that record or react to each step's logs: TerminateOnNaN (and NanWatch, its quiet
+form), CSVLogger and LambdaCallback (TensorBoard has its own module)."""
 import csv
 import math
 import os
@@ -8,7 +8,7 @@ from .base import Callback
 
 _HOOKS = tuple(name for name in vars(Callback) if name.startswith("on_"))
 
-__all__ = ["TerminateOnNaN", "CSVLogger", "LambdaCallback"]
+__all__ = ["TerminateOnNaN", "NanWatch", "CSVLogger", "LambdaCallback"]
 
 
 class TerminateOnNaN(Callback):
@@ -39,6 +39,38 @@ class TerminateOnNaN(Callback):
         if loss is not None and not math.isfinite(float(loss)):
             print(f"Batch {batch}: invalid loss {float(loss)}, terminating training")
             self.nan_at = {"epoch": self._epoch, "batch": batch, "loss": float(loss)}
+            self.model.stop_training = True
+
+
+class NanWatch(TerminateOnNaN):
+    """``TerminateOnNaN`` that reads the loss once per ``every`` steps and at each epoch's end
+    (the loss is the epoch's running mean, so a NaN step shows at every later read), and says
+    nothing: ``nan_at`` tells where, ``exact`` whether that is the very step.  On a GPU every
+    read of the loss waits for the device, so reading it every step costs time there."""
+
+    def __init__(self, every=1):
+        super().__init__()
+        if type(every) is not int or every < 1:
+            raise ValueError(f"NanWatch: every must be a positive number of steps, got {every!r}")
+        self.every = every
+        self._batch = -1
+
+    @property
+    def exact(self):
+        return self.every == 1
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._batch = batch
+        if (batch + 1) % self.every == 0:
+            self._watch((logs or {}).get("loss"))
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.nan_at is None:
+            self._watch((logs or {}).get("loss"))  # the steps since the last read
+
+    def _watch(self, loss):
+        if loss is not None and not math.isfinite(loss):
+            self.nan_at = {"epoch": self._epoch, "batch": self._batch, "loss": float(loss)}
             self.model.stop_training = True
 
 
