@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
+from tapeflow.callbacks.recorders import NanWatch
 
 from .helpers import Scripted, regression_data, small_model
 
@@ -221,3 +222,19 @@ def test_backup_and_restore_counters_round_trip(tmp_path):
     assert again.get_state() == {"epoch": 2, "batches_seen": 7}
     with pytest.raises(ValueError, match="BackupAndRestore: the state .* is not two counts"):
         again.set_state({"epoch": 1.5, "batches_seen": 0})
+
+
+def test_nan_watch_reads_every_few_steps_quietly_and_at_the_epoch_end(capsys):
+    """The trainer's NaN watch: TerminateOnNaN reading the loss once per ``every`` steps (a
+    GPU waits at each read) and at the epoch's end, printing nothing."""
+    x, y = regression_data(40)
+    x[17] = np.nan  # in epoch 0's third batch of 8 (of 5)
+    for every, batch, exact in ((1, 2, True), (2, 3, False), (7, 4, False)):
+        watch = NanWatch(every)
+        history = small_model().fit(x, y, epochs=2, batch_size=8, shuffle=False, verbose=0,
+                                    callbacks=[watch])
+        assert history.epoch == [0]
+        assert (watch.nan_at["epoch"], watch.nan_at["batch"], watch.exact) == (0, batch, exact)
+    assert capsys.readouterr().out == ""
+    with pytest.raises(ValueError, match="NanWatch: every must be a positive number of steps"):
+        NanWatch(0)
