@@ -162,6 +162,13 @@ def test_a_crafted_file_is_refused_when_read(run_dir, tmp_path):
         ckpt_io.read_checkpoint(bad)
 
 
+def test_a_training_state_of_another_format_version_is_refused_naming_it(run_dir, tmp_path):
+    other = edited(ckpt_io.epoch_path(run_dir, 2), tmp_path / "v2.h5", _set(("version",), 2))
+    with pytest.raises(CheckpointError, match=r"v2.h5 holds a training state of format version "
+                                              r"2; this tapeflow reads version 1 only$"):
+        ckpt_io.read_checkpoint(other)
+
+
 def test_a_missing_best_weights_array_is_named(saved):
     arrays = dict(saved.arrays)
     arrays["early_stopping/best_weights/9"] = arrays.pop("early_stopping/best_weights/1")
