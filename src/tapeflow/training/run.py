@@ -2,8 +2,9 @@
 
 A run validates its config, loads and splits the data, seeds the one random
 state that drives every draw (initial weights, each epoch's shuffle, dropout),
-builds the model, trains it with ``Model.fit`` and writes, in its run
-directory:
+builds the model, trains it with ``Model.fit`` and ordinary callbacks (``EarlyStopping``,
+``NanWatch``, ``History``, ``checkpointing.RunCheckpoints``, TensorBoard, the progress bar)
+and writes, in its run directory:
 
 - ``config.yaml``: the resolved config, the seed used included;
 - ``checkpoints/epoch-NNNN.h5`` every ``checkpoint.every`` epochs (the last
