@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 import tapeflow as tf
+from tapeflow.saving import training_checkpoint
 
 
 def housing_like(n=193, features=8, seed=0):
@@ -153,7 +154,7 @@ def backup_unseen(out):
 
 def backup(out):
     """2 epochs backed up, then a new model restored to 4: every rank's weights, its number of
-    save_weights calls and the restored fit's epochs, against 4 epochs straight, to rank 0."""
+    checkpoint writes and the restored fit's epochs, against 4 epochs straight, to rank 0."""
     x, y = housing_like()
     strategy = tf.distribute.MPIStrategy()
     # rank 0 makes the directory: the same one on every rank (the test's working directory)
@@ -164,10 +165,12 @@ def backup(out):
         with strategy.scope():
             net = model()
             net.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss="mse")
-        saves = []
-        net.save_weights = lambda path, save=net.save_weights, **kw: (saves.append(path),
-                                                                      save(path, **kw))
-        history = net.fit(x, y, batch_size=64, epochs=epochs, verbose=0, callbacks=callbacks)
+        saves, write = [], training_checkpoint.write
+        training_checkpoint.write = lambda path, *args: (saves.append(path), write(path, *args))
+        try:
+            history = net.fit(x, y, batch_size=64, epochs=epochs, verbose=0, callbacks=callbacks)
+        finally:
+            training_checkpoint.write = write
         return net, len(saves), history.epoch
     straight, _, _ = fitted(4, [])
     _, saves, _ = fitted(2, [tf.keras.callbacks.BackupAndRestore(where, delete_checkpoint=False)])

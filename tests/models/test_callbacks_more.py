@@ -1,7 +1,6 @@
 """LambdaCallback, Keras 2's batch hooks, and BackupAndRestore: a fit
 interrupted (by an exception, or a process killed with SIGKILL) and run again goes on from its
 last backup and ends where the uninterrupted fit ends, bit for bit."""
-import json
 import os
 import signal
 import subprocess
@@ -13,7 +12,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.callbacks import backup as backup_module
-from tapeflow.core.context import context
+from tapeflow.saving import training_checkpoint as one_checkpoint
 
 from .helpers import assert_same_weights, regression_data, small_model, weights_differ
 
@@ -109,7 +108,7 @@ def _interrupted_then_resumed(tmp_path, subclassed=False, epochs=6, **backup_arg
     with pytest.raises(RuntimeError, match="interrupted"):
         first.fit(X, Y, epochs=epochs, batch_size=16, verbose=0,
                   callbacks=[cbs.BackupAndRestore(directory, **backup_args), Interrupt(2)])
-    assert os.path.exists(directory / "state.json")
+    assert os.path.exists(directory / "checkpoint.h5")
     again = dropout_model(subclassed=subclassed)   # as a new process would make it
     history = again.fit(X, Y, epochs=epochs, batch_size=16, verbose=0,
                         callbacks=[cbs.BackupAndRestore(directory, **backup_args)])
@@ -130,34 +129,45 @@ def test_a_fit_interrupted_and_run_again_equals_the_uninterrupted_fit(tmp_path, 
 def test_negative_control_without_the_random_state_the_resumed_fit_differs(tmp_path, monkeypatch):
     whole = dropout_model()
     whole.fit(X, Y, epochs=6, batch_size=16, verbose=0)
-    monkeypatch.setattr(backup_module, "_decode_random",
-                        lambda doc, where: context().random.snapshot())
+    monkeypatch.setattr(backup_module.one_checkpoint, "restore_random_state", lambda ckpt: None)
     resumed, _ = _interrupted_then_resumed(tmp_path)
     assert weights_differ(whole.get_weights(), resumed.get_weights())
 
 
-def test_save_freq_in_batches_reruns_the_epoch_in_progress(tmp_path):
+def test_save_freq_in_batches_goes_on_at_the_next_batch(tmp_path):
+    """Keras reruns the epoch in progress; the backup here keeps the position (the steps done,
+    the epoch's shuffle order, its metrics' running state): nothing runs twice, and the run
+    ends as the uninterrupted one, bit for bit."""
     directory = tmp_path / "backup"
+    whole = dropout_model()
+    whole_history = whole.fit(X, Y, epochs=4, batch_size=16, verbose=0)
     model = dropout_model()
     with pytest.raises(RuntimeError):
         model.fit(X, Y, epochs=4, batch_size=16, verbose=0,
                   callbacks=[cbs.BackupAndRestore(directory, save_freq=2), Interrupt(1, batch=2)])
-    state = json.loads((directory / "state.json").read_text())
-    assert (state["epoch"], state["batch"]) == (1, 1)  # the 6th batch: epoch 1's second
-    history = dropout_model().fit(X, Y, epochs=4, batch_size=16, verbose=0, callbacks=[
+    ckpt = one_checkpoint.read(directory / "checkpoint.h5")
+    assert tuple(ckpt.position)[:2] == (1, 2)  # after the 6th batch: epoch 1's second
+    assert ckpt.callback_state("BackupAndRestore") == {"epoch": 1, "batches_seen": 6}
+    resumed = dropout_model()
+    history = resumed.fit(X, Y, epochs=4, batch_size=16, verbose=0, callbacks=[
         cbs.BackupAndRestore(directory, save_freq=2, delete_checkpoint=False)])
     assert history.epoch == [1, 2, 3]
-    assert sorted(os.listdir(directory)) == ["state.json", "weights-00003-000003.weights.h5"]
+    assert history.history["loss"] == whole_history.history["loss"][1:]  # epoch 1's too
+    assert_same_weights(whole, resumed)
+    assert sorted(os.listdir(directory)) == ["checkpoint.h5"]
+    # the backup due at an epoch's last batch was written at its end: epochs done, no steps
+    assert tuple(one_checkpoint.read(directory / "checkpoint.h5").position)[:2] == (4, 0)
 
 
 def test_backup_keeps_one_whole_backup_and_removes_what_a_kill_left(tmp_path):
     directory = tmp_path / "backup"
     directory.mkdir()
     (directory / ".tmp-x1y2.part").write_bytes(b"half a file")
-    (directory / "weights-00007.weights.h5").write_bytes(b"an orphan")
     small_model().fit(X, Y, epochs=2, verbose=0,
                       callbacks=[cbs.BackupAndRestore(directory, delete_checkpoint=False)])
-    assert sorted(os.listdir(directory)) == ["state.json", "weights-00002.weights.h5"]
+    assert sorted(os.listdir(directory)) == ["checkpoint.h5"]
+    # the trainer's checkpoint format: load_model reads it
+    assert tf.keras.models.load_model(directory / "checkpoint.h5").count_params() > 0
     # a finished backup: a fit with it again has nothing left to do
     history = small_model().fit(X, Y, epochs=2, verbose=0,
                                 callbacks=[cbs.BackupAndRestore(directory)])
@@ -169,9 +179,14 @@ def test_backup_errors(tmp_path):
         cbs.BackupAndRestore("")
     with pytest.raises(ValueError, match="save_freq must be 'epoch', a positive number"):
         cbs.BackupAndRestore(tmp_path, save_freq=0)
-    (tmp_path / "state.json").write_text("{not json")
-    with pytest.raises(ValueError, match="state.json is damaged.*delete"):
+    (tmp_path / "checkpoint.h5").write_text("not a checkpoint")
+    with pytest.raises(ValueError, match="checkpoint.h5 is not a usable checkpoint .*; delete"):
         small_model().fit(X, Y, verbose=0, callbacks=[cbs.BackupAndRestore(tmp_path)])
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "state.json").write_text('{"version": 1}')
+    with pytest.raises(ValueError, match="state.json is a backup of format version 1 .*delete"):
+        small_model().fit(X, Y, verbose=0, callbacks=[cbs.BackupAndRestore(old)])
 
 
 # --- BackupAndRestore across processes, with SIGKILL ----------------------------------------------------
@@ -214,7 +229,7 @@ def test_a_fit_killed_with_sigkill_mid_epoch_resumes_in_a_new_process(tmp_path):
             break
     killed.wait(timeout=60)
     assert killed.returncode == -signal.SIGKILL, killed.stderr.read()
-    assert json.loads((tmp_path / "backup" / "state.json").read_text())["epoch"] == 3
+    assert one_checkpoint.read(tmp_path / "backup" / "checkpoint.h5").position == (3, 0, None)
     resumed = run("backup", "resumed.npy")
     out, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err

@@ -15,7 +15,9 @@ import shutil
 import numpy as np
 import pytest
 
+import tapeflow as tf
 from tapeflow import cli
+from tapeflow.saving import training_checkpoint as one_checkpoint
 from tapeflow.training import checkpoint as ckpt_io
 from tapeflow.training import checkpoint_state
 from tapeflow.training.errors import CheckpointError
@@ -129,11 +131,42 @@ def test_each_wrong_field_is_one_error_naming_file_and_field(saved, path, value,
     assert "\n" not in message
 
 
+def test_the_trainer_and_backup_and_restore_write_one_format(run_dir, tmp_path):
+    """Issue 20: one writer.  The trainer's checkpoint reads back through the one reader
+    (``saving.training_checkpoint``), as BackupAndRestore's does; the trainer refuses a backup,
+    which lacks its run's fields, naming the field."""
+    ckpt = one_checkpoint.read(ckpt_io.epoch_path(run_dir, 2))
+    assert ckpt.position == (2, 0, None)
+    assert set(ckpt.training["callbacks"]) == {"best", "early_stopping"}
+    assert ckpt.callback_state("early_stopping")["best_weights"][0].dtype.kind == "f"
+    model = tf.keras.models.load_model(ckpt_io.epoch_path(run_dir, 2))  # compiled, as saved
+    backup = tmp_path / "backup"
+    x = np.zeros((4, len(ckpt.training["feature_names"])), "float32")
+    model.fit(x, np.zeros((4, 1), "float32"), epochs=1, verbose=0,
+              callbacks=[tf.keras.callbacks.BackupAndRestore(backup, delete_checkpoint=False)])
+    written = one_checkpoint.read(backup / "checkpoint.h5")
+    assert written.position == (1, 0, None)
+    assert written.callback_state("BackupAndRestore") == {"epoch": 1, "batches_seen": 0}
+    assert set(written.training) == set(ckpt.training) - {"config", "data_dir",
+                                                          "data_fingerprint", "feature_names",
+                                                          "target_names", "finished", "stopped",
+                                                          "history"}
+    with pytest.raises(CheckpointError, match="checkpoint.h5: the training state's 'finished'"):
+        ckpt_io.read_checkpoint(backup / "checkpoint.h5")
+
+
 def test_a_crafted_file_is_refused_when_read(run_dir, tmp_path):
     """The check runs on every read, after the checksums (which a crafted file has right)."""
     bad = edited(ckpt_io.epoch_path(run_dir, 2), tmp_path / "bad.h5", _set(("epoch",), -2))
     with pytest.raises(CheckpointError, match=f"^{bad}: the training state's 'epoch' is -2, "):
         ckpt_io.read_checkpoint(bad)
+
+
+def test_a_training_state_of_another_format_version_is_refused_naming_it(run_dir, tmp_path):
+    other = edited(ckpt_io.epoch_path(run_dir, 2), tmp_path / "v2.h5", _set(("version",), 2))
+    with pytest.raises(CheckpointError, match=r"v2.h5 holds a training state of format version "
+                                              r"2; this tapeflow reads version 1 only$"):
+        ckpt_io.read_checkpoint(other)
 
 
 def test_a_missing_best_weights_array_is_named(saved):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tapeflow.training import checkpoint as ckpt_io
-from tapeflow.training import run as run_module
+from tapeflow.training.checkpointing import RunCheckpoints
 from tapeflow.training.run_config import parse_config
 from tapeflow.training.errors import ConfigError, Preempted
 from tapeflow.training.run import train
@@ -30,14 +30,14 @@ CONFIG = small_config(training={"epochs": 2}, checkpoint={"every_steps": 10})
 
 def _sigterm_at(monkeypatch, epoch, done):
     """A real SIGTERM to this process as step ``done`` of epoch ``epoch`` (0-based) ends."""
-    real = run_module._Trainer.end_of_step
+    real = RunCheckpoints.end_of_step
 
     def end_of_step(self, e, d, steps):
         if (e, d) == (epoch, done):
             signal.raise_signal(signal.SIGTERM)  # the handler runs before the next bytecode
         return real(self, e, d, steps)
 
-    monkeypatch.setattr(run_module._Trainer, "end_of_step", end_of_step)
+    monkeypatch.setattr(RunCheckpoints, "end_of_step", end_of_step)
 
 
 def _same_run(a, b):
@@ -92,7 +92,7 @@ def test_negative_control_replaying_the_epochs_done_steps_differs(whole, tmp_pat
         train(CONFIG, output=tmp_path / "run", verbose=False)
     monkeypatch.undo()
     # a resume that forgets the steps done (fit starts the epoch over, on a fresh order)
-    monkeypatch.setattr(run_module._EpochEnd, "on_train_begin", lambda self, logs=None: None)
+    monkeypatch.setattr(RunCheckpoints, "on_train_begin", lambda self, logs=None: None)
     resumed = train(CONFIG, output=tmp_path / "run", resume=True, verbose=False)
     assert not np.array_equal(whole.model.predict(PROBE), resumed.model.predict(PROBE))
 

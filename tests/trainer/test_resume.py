@@ -21,7 +21,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.training import checkpoint as ckpt_io
-from tapeflow.training import run as run_module
+from tapeflow.training import checkpointing
 from tapeflow.training.inference import predict_csv
 from tapeflow.training.preemption import PREEMPTED_STATUS
 from tapeflow.training.run import train
@@ -78,7 +78,7 @@ def test_resume_restores_early_stopping_and_best_checkpoint(tmp_path):
 
 def test_negative_control_without_the_random_state_resume_differs(tmp_path, monkeypatch):
     whole = _train_at_once(tmp_path, {}, 4)
-    monkeypatch.setattr(run_module, "restore_random_state", lambda state: None)
+    monkeypatch.setattr(checkpointing.one_checkpoint, "restore_random_state", lambda ckpt: None)
     split = _train_in_two(tmp_path, {}, 2, 4)
     assert not np.array_equal(whole.model.predict(PROBE), split.model.predict(PROBE))
 

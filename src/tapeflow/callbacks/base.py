@@ -163,8 +163,24 @@ class History(Callback):
         super().__init__()
         self.history = {}
         self.epoch = []
+        self._restored = False
+
+    def get_state(self):
+        """The epochs recorded and each metric's values (what a resumed run's history
+        continues)."""
+        return {"epoch": list(self.epoch),
+                "history": {k: [python_float(v) for v in values]
+                            for k, values in self.history.items()}}
+
+    def set_state(self, state):
+        self.epoch = [int(e) for e in state["epoch"]]
+        self.history = {str(k): list(v) for k, v in state["history"].items()}
+        self._restored = True
 
     def on_train_begin(self, logs=None):
+        if self._restored:  # a resumed run: its epochs go on after those restored
+            self._restored = False
+            return
         self.epoch = []
 
     def on_epoch_end(self, epoch, logs=None):

@@ -23,7 +23,7 @@ import numbers
 import numpy as np
 
 from .. import backend
-from .. import callbacks as callbacks_module
+from ..callbacks import base as callbacks_module  # not the package: its backup writes models
 from .. import device as device_module
 from ..callbacks.base import BatchLogs, python_float
 from .. import losses as losses_module

@@ -1,46 +1,15 @@
-"""A checkpoint's training state, field by field: written as JSON, checked whole when read.
-
-Non-finite floats (a NaN validation loss in the history, an infinite best value) are written
-as ``{"$float": "nan" | "inf" | "-inf"}``, the saved format's own tag, so the epoch's
-checkpoint is written whatever the metrics were; ``decode`` turns them back into floats.
+"""A trainer checkpoint's training state, field by field, checked whole when read.
 
 ``check`` verifies every field a resumed run or ``inspect`` reads (types, ranges, lengths,
 the arrays it refers to) and raises one ``CheckpointError`` naming the file and the field,
 so that ``--resume`` can pass over a damaged checkpoint to an older one.
 """
-import math
-
 import numpy as np
 
 from .run_config import RunConfig
 from .errors import CheckpointError
 
-__all__ = ["encode", "decode", "check"]
-
-_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-
-
-def encode(value):
-    """``value`` (JSON-ready) with its non-finite floats tagged."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return {"$float": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
-    if isinstance(value, dict):
-        return {k: encode(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [encode(v) for v in value]
-    return value
-
-
-def decode(value):
-    """``encode``'s inverse."""
-    if isinstance(value, dict):
-        if set(value) == {"$float"} and value["$float"] in _NON_FINITE:
-            return _NON_FINITE[value["$float"]]
-        return {k: decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [decode(v) for v in value]
-    return value
-
+__all__ = ["check"]
 
 class _Field:
     """Where a problem is: the file and the field's path in the training state."""

@@ -2,8 +2,9 @@
 
 A run validates its config, loads and splits the data, seeds the one random
 state that drives every draw (initial weights, each epoch's shuffle, dropout),
-builds the model, trains it with ``Model.fit`` and writes, in its run
-directory:
+builds the model, trains it with ``Model.fit`` and ordinary callbacks (``EarlyStopping``,
+``NanWatch``, ``History``, ``checkpointing.RunCheckpoints``, TensorBoard, the progress bar)
+and writes, in its run directory:
 
 - ``config.yaml``: the resolved config, the seed used included;
 - ``checkpoints/epoch-NNNN.h5`` every ``checkpoint.every`` epochs (the last
@@ -33,7 +34,6 @@ import csv
 import dataclasses
 import io
 import json
-import math
 import os
 import sys
 
@@ -47,13 +47,14 @@ from ..distribute import launch
 from ..ops import random as random_ops
 from ..saving.atomic import make_directory, write_atomically, write_text_atomically
 from . import checkpoint as ckpt_io
-from . import loop_state
 from . import preemption
+from ..callbacks.recorders import NanWatch
 from .build import build_model
+from .checkpointing import RunCheckpoints
 from .mlflow_log import MlflowLog, check_installed as check_mlflow_installed
 from .run_config import RunConfig, dump_yaml, load_config, parse_config
 from .data_sources import load_data
-from .errors import CheckpointError, ConfigError, Preempted, TrainingError, UserError
+from .errors import CheckpointError, ConfigError, TrainingError, UserError
 
 __all__ = ["train", "Run", "check_device"]
 
@@ -365,114 +366,43 @@ def _write_text(path, text):
 
 
 class _Trainer:
-    """The loop's state beyond the model: history, callbacks, checkpoints written."""
+    """The run as ``Model.fit`` with ordinary callbacks: early stopping, the NaN watch, the
+    history, the checkpoints (``RunCheckpoints``), TensorBoard and the progress bar."""
 
     def __init__(self, model, cfg, resolved, dataset, base_dir, run_dir, verbose, stream,
                  strategy=None, stop=None):
         self.model, self.cfg, self.resolved = model, cfg, resolved
         self.strategy = strategy
-        self.stop = stop if stop is not None else preemption.StopRequest()  # SIGTERM's flag
         self.writes = strategy is None or strategy.rank == 0  # under MPI, rank 0 alone
         self.data, self.base_dir, self.run_dir = dataset, base_dir, run_dir
         self.verbose, self.stream = verbose, stream
-        self.history = {}
-        self.epoch = 0              # epochs done
-        self.step = 0               # steps done into the next epoch (a mid-epoch resume)
-        self.order_seed = None      # and that epoch's shuffle order
-        self.metric_state = {}      # and its metrics' running state, by metric name
-        self.stopped = False        # early stopping ended the run
         es = cfg.training.early_stopping
         self.early_stopping = None if es is None else callbacks_module.EarlyStopping(
             monitor=es.monitor, patience=es.patience, min_delta=es.min_delta, mode=es.mode,
             restore_best_weights=es.restore_best_weights)
-        self.best = _Best(cfg.best_monitor, cfg.checkpoint.mode) \
-            if cfg.checkpoint.keep_best else None
-        self.nan_at = None
-        self.mlflow = None          # the MLflow run (logging.mlflow), once open_logs opened it
-
-    # --- state in and out of checkpoints ---------------------------------------------------------
-    def training_state(self, finished=False, step=0, order_seed=None):
-        callbacks = {}
-        arrays = loop_state.metric_arrays(self.model) if step else {}
-        if self.early_stopping is not None:
-            callbacks["early_stopping"], es_arrays = loop_state.callback_state(
-                "early_stopping", self.early_stopping)
-            arrays.update(es_arrays)
-        if self.best is not None:
-            callbacks["best"] = {"value": self.best.value, "epoch": self.best.epoch}
-        return {"epoch": self.epoch, "step": step, "order_seed": order_seed,
-                "finished": finished, "stopped": self.stopped,
-                "history": self.history, "config": self.resolved,
-                "data_fingerprint": self.data.fingerprint, "data_dir": self.base_dir,
-                "feature_names": list(self.data.feature_names),
-                "target_names": list(self.data.target_names), "callbacks": callbacks}, arrays
+        self.history = callbacks_module.History()
+        # a GPU's loss is read once per _GPU_LOSS_EVERY steps: each read waits for the device
+        self.watch = NanWatch(_GPU_LOSS_EVERY if cfg.device == "gpu" else 1)
+        run_fields = {"config": resolved, "data_fingerprint": dataset.fingerprint,
+                      "data_dir": base_dir, "feature_names": list(dataset.feature_names),
+                      "target_names": list(dataset.target_names)}
+        keep = {} if self.early_stopping is None else {"early_stopping": self.early_stopping}
+        self.checkpoints = RunCheckpoints(run_dir, cfg.checkpoint, cfg.training.epochs,
+                                          cfg.best_monitor, run_fields, keep, self.history,
+                                          self.watch, stop, strategy)
+        self.mlflow = None  # the MLflow run (logging.mlflow), once open_logs opened it
 
     def restore(self, ckpt):
-        ckpt_io.restore_model(self.model, ckpt)
-        restore_random_state(ckpt.random_state)
-        self.epoch = ckpt.epoch
-        self.step = ckpt.training.get("step", 0)
-        self.order_seed = ckpt.training.get("order_seed")
-        self.metric_state = loop_state.metric_state(ckpt.arrays, ckpt.path)
-        self.stopped = ckpt.training["stopped"]
-        self.history = {k: list(v) for k, v in ckpt.training["history"].items()}
-        callbacks = ckpt.training["callbacks"]
-        if self.early_stopping is not None and "early_stopping" in callbacks:
-            loop_state.restore_callback("early_stopping", self.early_stopping,
-                                        callbacks["early_stopping"], ckpt.arrays, ckpt.path)
-        if self.best is not None and "best" in callbacks:
-            self.best.value = callbacks["best"]["value"]
-            self.best.epoch = callbacks["best"]["epoch"]
+        self.checkpoints.restore(self.model, ckpt)
 
-    def write(self, path, finished=False, step=0, order_seed=None):
-        if not self.writes:
-            return
-        state, arrays = self.training_state(finished, step, order_seed)
-        ckpt_io.write_checkpoint(path, self.model, state, arrays)
-
-    def step_checkpoint_due(self, epoch, done, steps):
-        """``checkpoint.every_steps`` counts steps across epochs (``done`` of ``epoch``)."""
-        every = self.cfg.checkpoint.every_steps
-        return every is not None and (epoch * steps + done) % every == 0
-
-    def end_of_step(self, epoch, done, steps):
-        """Mid-epoch (``done`` < ``steps``): a checkpoint when one is due or a stop was asked
-        for, and then the stop.  Under MPI the ranks agree on a stop only where a checkpoint
-        is due (no collective at other steps); the epoch's last step is left to its end."""
-        if done == steps:
-            return
-        due = self.step_checkpoint_due(epoch, done, steps)
-        if self.strategy is None:
-            stop = self.stop.requested
-        else:
-            stop = due and preemption.agreed(self.strategy, self.stop)
-        if not (due or stop):
-            return
-        path = ckpt_io.step_path(self.run_dir, epoch, done)
-        if self.writes:
-            # fit keeps the seed of the epoch's shuffle order for a checkpoint like this one
-            self.write(path, step=done, order_seed=self.model._epoch_order_seed)
-            ckpt_io.prune_steps(self.run_dir)
-        if stop:
-            self.preempted(path, f"epoch {epoch + 1}, step {done}")
-
-    def preempted(self, path, where):
-        asked = "SIGTERM" if self.stop.requested else "SIGTERM to another rank"
-        error = Preempted(f"stopped by {asked} after {where}; checkpoint {path}; the same "
-                          f"command with --resume goes on from it", path)
-        error.quiet = not self.writes  # under MPI, rank 0 alone says so
-        raise error
-
-    # --- the loop ----------------------------------------------------------------------------------
-    def fit(self):
-        cfg = self.cfg.training
-        if self.stopped or self.epoch >= cfg.epochs:
-            return
-        batch_size = len(self.data.x_train) if cfg.batch_size == "full" else cfg.batch_size
-        validation = None if self.data.x_valid is None else (self.data.x_valid, self.data.y_valid)
-        callbacks = [_EpochEnd(self)]
+    def callbacks(self):
+        """In this order: early stopping sets ``stop_training`` before the checkpoint records
+        it; the watch and the history see the epoch before the checkpoint holds it."""
+        callbacks = [self.watch, self.history, self.checkpoints]
         if self.early_stopping is not None:
             callbacks.insert(0, self.early_stopping)
+        if self.mlflow is not None:
+            callbacks.append(_MlflowEpochs(self.mlflow))
         if self.cfg.logging.tensorboard:
             try:
                 callbacks.append(callbacks_module.TensorBoard(
@@ -483,58 +413,44 @@ class _Trainer:
         if self.verbose and progress != "none":
             callbacks.append(_Progress(2 if progress == "lines" else 1, self.stream,
                                        force_bar=progress == "bar"))
+        return callbacks
+
+    def fit(self):
+        cfg = self.cfg.training
+        if self.checkpoints.finished:
+            return
+        batch_size = len(self.data.x_train) if cfg.batch_size == "full" else cfg.batch_size
+        validation = None if self.data.x_valid is None else (self.data.x_valid, self.data.y_valid)
         # A loss that turns NaN stops the run with one message naming the epoch and step:
         # numpy's overflow warnings on the way there would only bury it.
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             self.model.fit(self.data.x_train, self.data.y_train, batch_size=batch_size,
-                           epochs=cfg.epochs, initial_epoch=self.epoch, shuffle=cfg.shuffle,
-                           validation_data=validation, validation_freq=cfg.validation.every,
-                           callbacks=callbacks, verbose=0)
+                           epochs=cfg.epochs, initial_epoch=self.checkpoints.epoch,
+                           shuffle=cfg.shuffle, validation_data=validation,
+                           validation_freq=cfg.validation.every, callbacks=self.callbacks(),
+                           verbose=0)
         launch.together(self.strategy, UserError, self.check_loss)
 
     def check_loss(self):
         """The run's end when its loss turned NaN (the same on every rank: the logs are the
         global batches')."""
-        if self.nan_at is not None:
-            epoch, step, value, exact = self.nan_at
+        at = self.watch.nan_at
+        if at is not None:
             last = ckpt_io.epoch_checkpoints(self.run_dir)
             kept = f"the last good checkpoint is {last[0][1]}" if last else \
                 "no checkpoint was written before it"
-            at = f"step {step + 1}" if exact else f"by step {step + 1}"  # read every few steps
-            raise TrainingError(f"the loss became {value} at epoch {epoch + 1}, {at}; "
-                                f"training stopped ({kept}). Lower the learning rate, or check "
-                                f"the data for extreme values.")
-
-    def end_of_epoch(self, epoch, logs, steps):
-        self.epoch = epoch + 1
-        for k, v in logs.items():
-            self.history.setdefault(k, []).append(float(v))
-        if self.mlflow is not None:
-            self.mlflow.log_epoch(self.epoch, logs)
-        if self.early_stopping is not None and self.model.stop_training:
-            self.stopped = True
-        every = self.cfg.checkpoint.every
-        last = self.epoch == self.cfg.training.epochs or self.stopped
-        # a step checkpoint due at the epoch's last step is this epoch checkpoint
-        due = self.step_checkpoint_due(epoch, steps, steps)
-        stop = preemption.agreed(self.strategy, self.stop)
-        path = ckpt_io.epoch_path(self.run_dir, self.epoch)
-        # the best so far before the epoch checkpoint, which a resume takes it from
-        improved = self.best is not None and self.best.improves(logs, epoch)
-        if (self.epoch % every == 0 or last or due or stop) and self.writes:
-            self.write(path)
-            ckpt_io.prune(self.run_dir, self.cfg.checkpoint.keep_last)
-        if improved:
-            self.write(os.path.join(self.run_dir, ckpt_io.CHECKPOINT_DIR, ckpt_io.BEST_NAME))
-        if stop:
-            self.preempted(path, f"epoch {self.epoch}")
+            step = f"step {at['batch'] + 1}" if self.watch.exact else f"by step {at['batch'] + 1}"
+            raise TrainingError(f"the loss became {at['loss']} at epoch {at['epoch'] + 1}, "
+                                f"{step}; training stopped ({kept}). Lower the learning rate, "
+                                f"or check the data for extreme values.")
 
     # --- what the run leaves ---------------------------------------------------------------------
     def open_logs(self):
         """The MLflow run (``logging.mlflow``), started or gone on in; rank 0 alone logs."""
         settings = self.cfg.logging.mlflow
         if settings is not None and self.writes:
-            self.mlflow = MlflowLog.open(settings, self.run_dir, self.resolved, self.history)
+            self.mlflow = MlflowLog.open(settings, self.run_dir, self.resolved,
+                                         self.history.history)
 
     def close_logs(self, error):
         """The MLflow run ended as KILLED or FAILED by ``error``, which is what is reported:
@@ -546,19 +462,20 @@ class _Trainer:
                 pass
 
     def finish(self):
-        if self.early_stopping is not None and self.early_stopping.restore_best_weights \
-                and self.early_stopping.best_weights is not None:
-            self.model.set_weights(self.early_stopping.best_weights)
+        history = self.history.history
+        es = self.early_stopping  # its on_train_end did this, unless fit had nothing to run
+        if es is not None and es.restore_best_weights and es.best_weights is not None:
+            self.model.set_weights(es.best_weights)
         if self.writes:
-            self.write(os.path.join(self.run_dir, ckpt_io.FINAL_NAME), finished=True)
+            self.checkpoints.write(os.path.join(self.run_dir, ckpt_io.FINAL_NAME), finished=True)
         # every rank: under MPI, evaluate is a collective over the ranks' shards
         test = self.model.evaluate(self.data.x_test, self.data.y_test, verbose=0, return_dict=True)
         if self.writes:  # under MPI, rank 0 alone writes
             _write_text(os.path.join(self.run_dir, "test_metrics.json"),
                         json.dumps(test, indent=2) + "\n")
-            write_history(self.run_dir, self.history)
-            if self.cfg.logging.plot and self.history:
-                plot_history(os.path.join(self.run_dir, "learning_curve.png"), self.history)
+            write_history(self.run_dir, history)
+            if self.cfg.logging.plot and history:
+                plot_history(os.path.join(self.run_dir, "learning_curve.png"), history)
             if self.mlflow is not None:
                 self.mlflow.finish()  # the run directory as it ends, as artifacts
         test = launch.broadcast(self.strategy, test)
@@ -566,23 +483,7 @@ class _Trainer:
             shown = " - ".join(f"{k}: {v:.4f}" for k, v in test.items())
             print(f"test: {shown}", file=self.stream)
             print(f"run directory: {self.run_dir}", file=self.stream)
-        return Run(self.model, self.history, test, self.run_dir, self.resolved)
-
-
-class _Best:
-    """The best checkpoint's monitor."""
-
-    def __init__(self, monitor, mode):
-        self.monitor = callbacks_module.EarlyStopping(monitor=monitor, mode=mode)
-        self.value = None
-        self.epoch = None
-
-    def improves(self, logs, epoch):
-        value = logs.get(self.monitor.monitor)
-        if value is None or not self.monitor.improves(float(value), self.value):
-            return False
-        self.value, self.epoch = float(value), epoch
-        return True
+        return Run(self.model, history, test, self.run_dir, self.resolved)
 
 
 # On a GPU, reading the loss waits for the device: the NaN watch reads it once per this many
@@ -590,53 +491,15 @@ class _Best:
 _GPU_LOSS_EVERY = 20
 
 
-class _EpochEnd(callbacks_module.Callback):
-    """Records the epoch and writes checkpoints (mid-epoch ones too, and the one a SIGTERM
-    asks for); stops the run on a NaN loss (the loss is the epoch's running mean, so a NaN
-    step shows at every later read of the epoch).  A run resumed mid-epoch goes on at the
-    checkpoint's step, with its shuffle order and its metrics' running state."""
+class _MlflowEpochs(callbacks_module.Callback):
+    """Each epoch's logs (history.json's numbers) to the MLflow run, its step the epoch from 1."""
 
-    def __init__(self, trainer):
+    def __init__(self, mlflow_log):
         super().__init__()
-        self.trainer = trainer
-        self.epoch = 0
-        self.every = _GPU_LOSS_EVERY if trainer.cfg.device == "gpu" else 1
-        self.step = -1
-
-    @property
-    def needs_built_model(self):
-        # fit builds the model (and chooses an "accuracy" metric's kind) before on_train_begin,
-        # so that every metric whose running state a mid-epoch resume restores exists
-        return bool(self.trainer.step)
-
-    def on_train_begin(self, logs=None):
-        if self.trainer.step:
-            self.model._initial_step = (self.trainer.step, self.trainer.order_seed)
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.epoch = epoch
-        if self.trainer.step and epoch == self.trainer.epoch:  # after fit reset the metrics
-            loop_state.restore_metrics(self.model, self.trainer.metric_state,
-                                       self.trainer.run_dir)
-            self.trainer.step, self.trainer.metric_state = 0, {}
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.step = batch
-        if (batch + 1) % self.every == 0:
-            self._watch((logs or {}).get("loss"))
-        if self.trainer.nan_at is None:
-            self.trainer.end_of_step(self.epoch, batch + 1, self.params["steps"])
-
-    def _watch(self, loss):
-        if loss is not None and not math.isfinite(loss):
-            self.trainer.nan_at = (self.epoch, self.step, loss, self.every == 1)
-            self.model.stop_training = True
+        self.mlflow_log = mlflow_log
 
     def on_epoch_end(self, epoch, logs=None):
-        if self.trainer.nan_at is None:
-            self._watch((logs or {}).get("loss"))  # steps since the last read
-        if self.trainer.nan_at is None:
-            self.trainer.end_of_epoch(epoch, logs or {}, self.params["steps"])
+        self.mlflow_log.log_epoch(epoch + 1, logs or {})
 
 
 class _Progress(callbacks_module.ProgbarLogger):
@@ -646,11 +509,6 @@ class _Progress(callbacks_module.ProgbarLogger):
 
     def _interactive(self):
         return self.force_bar or super()._interactive()
-
-
-def restore_random_state(state):
-    """The random state as the checkpoint's next epoch starts from it (shuffle, dropout)."""
-    context().random.restore(state)
 
 
 def write_history(run_dir, history):
