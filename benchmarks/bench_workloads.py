@@ -21,8 +21,12 @@ batches (``workloads/spec.py``: numpy, Keras's layout; each peer converts).  Run
   BLAS floor        the step's matmuls and im2col convolution GEMMs alone, in numpy (float32)
 
 First-step guard: each run's loss on the first batch and its weights after the first update
-must equal tapeflow traced's (loss to 1e-4 relative, every weight to ``WEIGHT_ATOL``); a run that
-fails is refused (not reported) and the exit status is 1.
+must equal tapeflow traced's: the loss to 1e-4 relative; in every weight array, 99% of the
+elements to ``WEIGHT_ATOL`` and all of them to 2.5 x the learning rate.  (Adam's first update is
+about lr * sign(gradient), so a relu whose input lies within rounding of 0 in one framework and
+not in another moves a few weights, not more, by up to 2 lr: seen on W4, where torch and jax
+agree with a float64 run and Keras 3 with tapeflow.)  A run that fails is refused (not
+reported) and the exit status is 1.
 
 Each framework runs in a child process of its own (``workloads/child.py``), so thread counts are
 set before numpy, torch or XLA start, and its peak RSS is its own: ``ru_maxrss`` after W2, which
@@ -60,6 +64,7 @@ FRAMEWORKS = ("tapeflow", "torch", "jax", "keras")
 PEERS = {"torch eager": "torch", "jax.jit": "jax", "keras 3 fit": "keras"}
 REFERENCE, FIT, FLOOR = "tapeflow traced", "tapeflow fit", "BLAS floor"
 LOSS_RTOL, WEIGHT_ATOL = 1e-4, 2e-5   # Adam's first update is about lr = 1e-3 per weight
+WEIGHT_QUANTILE, WEIGHT_MAX = 99.0, 2.5e-3   # relu switches: a few weights may move 2 lr apart
 TARGETS = {"torch eager": 1.2, "jax.jit": 1.0, FLOOR: 0.5}
 W3_TORCH_TARGET = 1.0
 
@@ -71,8 +76,8 @@ def parse(argv):
     p.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
     p.add_argument("--workloads", default=",".join(ALL_WORKLOADS))
     p.add_argument("--frameworks", default=",".join(FRAMEWORKS))
-    p.add_argument("--rounds", type=int, default=3, help="timed rounds per child")
-    p.add_argument("--repeats", type=int, default=3, help="children per framework, in turn")
+    p.add_argument("--rounds", type=int, default=5, help="timed rounds per child")
+    p.add_argument("--repeats", type=int, default=1, help="children per framework, in turn")
     p.add_argument("--python", default=sys.executable, help="the interpreter for the children")
     p.add_argument("--json", help="write every round's figures here")
     args = p.parse_args(argv)
@@ -168,10 +173,13 @@ def guard(runs, weights, workload):
         elif any(w is None or w.shape != r.shape for w, r in zip(mine, ref)):
             problem = "its weights do not have tapeflow's shapes"
         else:
-            worst = max(float(np.max(np.abs(w - r))) for w, r in zip(mine, ref))
-            runs[label]["weight_diff"] = worst
-            if worst > WEIGHT_ATOL:
-                problem = f"weights after step 1 differ by up to {worst:.2e}"
+            diffs = [np.abs(w - r) for w, r in zip(mine, ref)]
+            worst = max(float(d.max()) for d in diffs)
+            typical = max(float(np.percentile(d, WEIGHT_QUANTILE)) for d in diffs)
+            runs[label]["weight_diff"] = (typical, worst)
+            if typical > WEIGHT_ATOL or worst > WEIGHT_MAX:
+                problem = (f"weights after step 1 differ by up to {worst:.2e}, 1% of them by "
+                           f"more than {typical:.2e}")
         if problem:
             lines.append(f"  {workload}: {label} REFUSED, first step differs from tapeflow's: "
                          f"{problem}")
@@ -222,10 +230,11 @@ def report(results, workloads):
                     else TARGETS.get(peer, 0.0)
                 cells.append(f"{wall:.2f}{mark(wall, target)} ({cpu:.2f}{mark(cpu, target)})")
             print(f"{name:5}" + "".join(f"{c:>22}" for c in cells))
-        print("first-step weights, largest difference from tapeflow traced's: " + "; ".join(
-            f"{name} " + ", ".join(f"{label} {row['weight_diff']:.1e}"
-                                   for label, row in runs[name].items() if "weight_diff" in row)
-            for name in workloads))
+        diffs = "; ".join(f"{name} " + ", ".join(
+            f"{label} {row['weight_diff'][0]:.0e}/{row['weight_diff'][1]:.0e}"
+            for label, row in runs[name].items() if "weight_diff" in row) for name in workloads)
+        print(f"first-step weights, difference from tapeflow traced's (99th percentile/largest): "
+              f"{diffs}")
         print("tapeflow traced step's equations: " + ", ".join(
             f"{name} {runs[name][REFERENCE].get('equations')}" for name in workloads
             if REFERENCE in runs[name]))
