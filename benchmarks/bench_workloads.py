@@ -22,11 +22,11 @@ batches (``workloads/spec.py``: numpy, Keras's layout; each peer converts).  Run
 
 First-step guard: each run's loss on the first batch and its weights after the first update
 must equal tapeflow traced's: the loss to 1e-4 relative; in every weight array, 99% of the
-elements to ``WEIGHT_ATOL`` and all of them to 2.5 x the learning rate.  (Adam's first update is
-about lr * sign(gradient), so a relu whose input lies within rounding of 0 in one framework and
-not in another moves a few weights, not more, by up to 2 lr: seen on W4, where torch and jax
-agree with a float64 run and Keras 3 with tapeflow.)  A run that fails is refused (not
-reported) and the exit status is 1.
+elements to ``WEIGHT_ATOL`` (a tenth of the learning rate) and all of them to 2.5 x the learning
+rate.  (Adam's first update is about lr * sign(gradient), so a relu whose input lies within
+rounding of 0 in one framework and not in another moves a few weights, not more, by up to 2 lr:
+seen on W4, where torch and jax agree with a float64 run and Keras 3 with tapeflow.)  A run that
+fails is refused (not reported) and the exit status is 1.
 
 Each framework runs in a child process of its own (``workloads/child.py``), so thread counts are
 set before numpy, torch or XLA start, and its peak RSS is its own: ``ru_maxrss`` after W2, which
@@ -63,7 +63,7 @@ ALL_WORKLOADS = ("W2", "W1", "W3", "W4", "W5a", "W5b")   # W2 first: its RSS is 
 FRAMEWORKS = ("tapeflow", "torch", "jax", "keras")
 PEERS = {"torch eager": "torch", "jax.jit": "jax", "keras 3 fit": "keras"}
 REFERENCE, FIT, FLOOR = "tapeflow traced", "tapeflow fit", "BLAS floor"
-LOSS_RTOL, WEIGHT_ATOL = 1e-4, 2e-5   # Adam's first update is about lr = 1e-3 per weight
+LOSS_RTOL, WEIGHT_ATOL = 1e-4, 1e-4   # Adam's first update is about lr = 1e-3 a weight
 WEIGHT_QUANTILE, WEIGHT_MAX = 99.0, 2.5e-3   # relu switches: a few weights may move 2 lr apart
 TARGETS = {"torch eager": 1.2, "jax.jit": 1.0, FLOOR: 0.5}
 W3_TORCH_TARGET = 1.0
