@@ -1,5 +1,7 @@
 """W1-W5 as Keras models: the same code builds them in tapeflow (``tapeflow.keras``) and in
 Keras 3 (``keras``), so the two run one definition."""
+import numpy as np
+
 from .spec import (BETA_1, BETA_2, EPSILON, FFN_DIM, LAYER_NORM_EPSILON, LEARNING_RATE,
                    LSTM_UNITS, MHA_HEADS, MHA_KEY_DIM, MODEL_DIM, VOCAB, EMBED)
 
@@ -48,3 +50,24 @@ def loss(keras, workload):
     if workload.loss == "mse":
         return keras.losses.MeanSquaredError()
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+class FitRun:
+    """``model.fit`` as a user runs it: one round is one ``fit(epochs=1, shuffle=False)`` over
+    the round's batches; the first step is a ``fit`` on the first batch alone."""
+
+    def __init__(self, keras, label, workload, weights, batches):
+        self.label = label
+        self.model = build(keras, workload, weights)
+        self.batch = workload.batch
+        self.first = batches[0]
+        self.x = np.concatenate([x for x, _ in batches])
+        self.y = np.concatenate([y for _, y in batches])
+
+    def first_step(self):
+        history = self.model.fit(*self.first, batch_size=self.batch, epochs=1, shuffle=False,
+                                 verbose=0)
+        return float(history.history["loss"][0]), self.model.get_weights()
+
+    def run_round(self):
+        self.model.fit(self.x, self.y, batch_size=self.batch, epochs=1, shuffle=False, verbose=0)

@@ -1,31 +1,13 @@
 """W1-W5 in tapeflow: ``model.fit`` (its compiled train step, as a user runs it) and the bare
 traced step (``@tf.function``: forward, ``tape.gradient``, ``apply_gradients``)."""
-import numpy as np
-
 import tapeflow as tf
 
 from . import keras_models
 
 
-class TapeflowFit:
-    """One round is one ``fit(epochs=1, shuffle=False)`` over the round's batches."""
-
-    label = "tapeflow fit"
-
+class TapeflowFit(keras_models.FitRun):
     def __init__(self, workload, weights, batches):
-        self.model = keras_models.build(tf.keras, workload, weights)
-        self.batch = workload.batch
-        self.first = batches[0]
-        self.x = np.concatenate([x for x, _ in batches])
-        self.y = np.concatenate([y for _, y in batches])
-
-    def first_step(self):
-        history = self.model.fit(*self.first, batch_size=self.batch, epochs=1, shuffle=False,
-                                 verbose=0)
-        return float(history.history["loss"][0]), self.model.get_weights()
-
-    def run_round(self):
-        self.model.fit(self.x, self.y, batch_size=self.batch, epochs=1, shuffle=False, verbose=0)
+        super().__init__(tf.keras, "tapeflow fit", workload, weights, batches)
 
     def equations(self):
         concretes = list(self.model.train_function._cache.values())
