@@ -19,7 +19,8 @@ import contextlib
 from .context import context
 
 __all__ = [
-    "Primitive", "GradientRule", "NOT_DIFFERENTIABLE", "def_primitive", "register_gradient",
+    "Primitive", "GradientRule", "NOT_DIFFERENTIABLE", "def_primitive", "define_primitive",
+    "register_gradient",
     "RegisterGradient", "NotDifferentiable", "gradient_override_map", "registered_primitives",
     "lookup_gradient", "lookup_primitive", "Inline",
 ]
@@ -66,16 +67,19 @@ class Primitive:
     place of a call.
     """
 
-    __slots__ = ("name", "forward", "num_outputs", "origin", "stateful", "effect", "specialize")
+    __slots__ = ("name", "forward", "num_outputs", "origin", "stateful", "effect", "specialize",
+                 "no_gradient")
 
-    def __init__(self, name, forward, num_outputs=1, stateful=False, effect=False):
+    def __init__(self, name, forward, num_outputs=1, stateful=False, effect=False,
+                 specialize=None, no_gradient=None):
         self.name = name
         self.origin = _origin(forward)
         self.forward = _quiet_while_tracing(forward) if effect else forward
         self.num_outputs = 0 if effect else num_outputs
         self.stateful = stateful or effect
         self.effect = effect
-        self.specialize = None
+        self.specialize = specialize
+        self.no_gradient = no_gradient  # why the declaration gives no rule (None: it gives one)
 
     def gradient_rule(self, attrs=None):
         """This op's rule now: a GradientRule, NOT_DIFFERENTIABLE, or None (none registered)."""
@@ -116,12 +120,58 @@ def _origin(fn):
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
-def def_primitive(name, forward, num_outputs=1, stateful=False, effect=False):
-    """Register a primitive op; the same name from different code is an error."""
+def def_primitive(name, forward, *, grad=None, saves=(), vectorized=True,
+                  not_differentiable=False, no_gradient=None, specialize=None,
+                  num_outputs=1, stateful=False, effect=False):
+    """Declare a primitive op in one statement: its forward, its gradient, its kernel.
+
+    The gradient is exactly one of ``grad=rule`` (``rule(op, *grads)``, keeping what
+    ``saves`` names; ``vectorized=False`` where it cannot take extra leading cotangent
+    axes), ``not_differentiable=True`` (gradients through it are None) or
+    ``no_gradient="why"`` (no rule: a gradient through it raises LookupError naming it).
+    ``specialize`` is the compiled graphs' kernel maker (``Primitive``).  The same
+    name from different code is an error.
+    """
+    rule = _declared_rule(name, grad, saves, vectorized, not_differentiable, no_gradient)
+    op = define_primitive(name, forward, num_outputs=num_outputs, stateful=stateful,
+                          effect=effect, specialize=specialize, no_gradient=no_gradient)
+    if rule is not None:
+        _store_rule(name, rule, override=False)
+    return op
+
+
+def _declared_rule(name, grad, saves, vectorized, not_differentiable, no_gradient):
+    """What a declaration stores as ``name``'s gradient: a rule, NOT_DIFFERENTIABLE, or None."""
+    given = [kind for kind, present in (("grad=", grad is not None),
+                                        ("not_differentiable=True", not_differentiable),
+                                        ("no_gradient=", no_gradient is not None)) if present]
+    if not given:  # transitional: op modules not yet converted register their rules apart
+        return None
+    if len(given) != 1:
+        raise TypeError(
+            f"def_primitive('{name}') declares its gradient with exactly one of grad=, "
+            f"not_differentiable=True or no_gradient='why'; "
+            f"got {' and '.join(given) if given else 'none'}")
+    if no_gradient is not None and not (isinstance(no_gradient, str) and no_gradient):
+        raise TypeError(f"def_primitive('{name}'): no_gradient= is the reason (a string), "
+                        f"not {no_gradient!r}")
+    if grad is None and (saves or not vectorized):
+        raise TypeError(f"def_primitive('{name}'): saves= and vectorized= describe grad=, "
+                        f"which is not given")
+    if grad is not None:
+        return GradientRule(grad, saves, vectorized)
+    return NOT_DIFFERENTIABLE if not_differentiable else None
+
+
+def define_primitive(name, forward, *, num_outputs=1, stateful=False, effect=False,
+                     specialize=None, no_gradient=None):
+    """Register a primitive whose gradient is registered apart (``tf.primitive``'s users do,
+    with ``RegisterGradient``); tapeflow's own ops are declared whole by ``def_primitive``."""
     existing = _PRIMITIVES.get(name)
     if existing is not None and existing.origin != _origin(forward):
         raise ValueError(f"An op named '{name}' is already registered by {existing.origin}")
-    op = _PRIMITIVES[name] = Primitive(name, forward, num_outputs, stateful, effect)
+    op = _PRIMITIVES[name] = Primitive(name, forward, num_outputs, stateful, effect,
+                                       specialize, no_gradient)
     return op
 
 
