@@ -4,6 +4,10 @@ A primitive is a name, a forward function written in array code (it gets
 numpy or CuPy arrays and returns arrays), and a gradient rule registered under
 the same name.  Rules are written in tapeflow ops on Tensors, so gradients are
 themselves differentiable (Hessians, Newton steps, input-gradient penalties).
+tapeflow's own ops are declared whole, in one ``def_primitive`` statement each:
+forward, gradient (a rule right above it, ``not_differentiable=True``, or the
+reason there is none) and compiled-graph kernel, as JAX keeps ``defjvp`` under
+each primitive (tests/core/test_primitive_declarations.py checks).
 
 A rule has TensorFlow's signature ``rule(op, *output_grads) -> input grads``;
 ``op`` is the recorded node (``op.inputs``, ``op.outputs``, ``op.get_attr``,
@@ -20,7 +24,6 @@ from .context import context
 
 __all__ = [
     "Primitive", "GradientRule", "NOT_DIFFERENTIABLE", "def_primitive", "define_primitive",
-    "register_gradient",
     "RegisterGradient", "NotDifferentiable", "gradient_override_map", "registered_primitives",
     "lookup_gradient", "lookup_primitive", "Inline",
 ]
@@ -145,8 +148,6 @@ def _declared_rule(name, grad, saves, vectorized, not_differentiable, no_gradien
     given = [kind for kind, present in (("grad=", grad is not None),
                                         ("not_differentiable=True", not_differentiable),
                                         ("no_gradient=", no_gradient is not None)) if present]
-    if not given:  # transitional: op modules not yet converted register their rules apart
-        return None
     if len(given) != 1:
         raise TypeError(
             f"def_primitive('{name}') declares its gradient with exactly one of grad=, "
@@ -155,6 +156,8 @@ def _declared_rule(name, grad, saves, vectorized, not_differentiable, no_gradien
     if no_gradient is not None and not (isinstance(no_gradient, str) and no_gradient):
         raise TypeError(f"def_primitive('{name}'): no_gradient= is the reason (a string), "
                         f"not {no_gradient!r}")
+    if grad is not None and not callable(grad):
+        raise TypeError(f"def_primitive('{name}'): grad= is a rule(op, *grads), not {grad!r}")
     if grad is None and (saves or not vectorized):
         raise TypeError(f"def_primitive('{name}'): saves= and vectorized= describe grad=, "
                         f"which is not given")
@@ -173,14 +176,6 @@ def define_primitive(name, forward, *, num_outputs=1, stateful=False, effect=Fal
     op = _PRIMITIVES[name] = Primitive(name, forward, num_outputs, stateful, effect,
                                        specialize, no_gradient)
     return op
-
-
-def register_gradient(name, *, saves=(), vectorized=True, override=False):
-    """Decorator: ``fn(op, *grads)`` becomes the gradient of op ``name``."""
-    def decorate(fn):
-        _store_rule(name, GradientRule(fn, saves, vectorized), override)
-        return fn
-    return decorate
 
 
 def _store_rule(name, rule, override):
