@@ -14,7 +14,12 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.core.registry import (
-    NOT_DIFFERENTIABLE, GradientRule, def_primitive, lookup_gradient, registered_primitives)
+    NOT_DIFFERENTIABLE,
+    GradientRule,
+    def_primitive,
+    lookup_gradient,
+    registered_primitives,
+)
 
 _SRC = pathlib.Path(tf.__file__).parent
 _OLD_FORMS = ("register_gradient", "NotDifferentiable", "RegisterGradient")
