@@ -74,23 +74,22 @@ def primitive(name, num_outputs=1, *, grad=None, not_differentiable=False,
     ``tapeflow.RegisterGradient(name)``; until then a gradient through it raises
     LookupError::
 
-        @tf.primitive("Cube")
-        def cube(x):
-            return x ** 3
-
-        @tf.RegisterGradient("Cube")
         def _cube_grad(op, dy):
             (x,) = op.inputs
             return dy * 3.0 * x * x
+
+        @tf.primitive("Cube", grad=_cube_grad)
+        def cube(x):
+            return x ** 3
     """
     def decorate(fn):
-        if grad is None and not not_differentiable:
-            op = define_primitive(name, fn, num_outputs=num_outputs)
-        elif grad is None:
-            op = def_primitive(name, fn, num_outputs=num_outputs, not_differentiable=True)
-        else:
+        if grad is not None:
             op = def_primitive(name, fn, num_outputs=num_outputs, grad=grad, saves=saves,
                                vectorized=vectorized)
+        elif not_differentiable:
+            op = def_primitive(name, fn, num_outputs=num_outputs, not_differentiable=True)
+        else:  # TensorFlow's way: RegisterGradient(name) may follow
+            op = define_primitive(name, fn, num_outputs=num_outputs)
 
         @functools.wraps(fn)
         def call(*args, **attrs):

@@ -16,7 +16,8 @@ nothing else alive, and whether it holds for cotangents with extra leading
 axes (``vectorized``): that is what lets a jacobian run as one backward pass.
 
 Public entry points: ``RegisterGradient``, ``NotDifferentiable`` and
-``gradient_override_map``; ``dispatch.primitive`` makes a new op from array code.
+``gradient_override_map``; ``dispatch.primitive`` makes a new op from array code
+(its gradient given with it, or registered later).
 """
 import contextlib
 
@@ -63,11 +64,12 @@ class Primitive:
     ``stateful`` ops (random draws) give new results at every run: a traced graph
     never folds, merges or drops them.  An ``effect`` op (``tf.print``) is there for
     what it does, not what it returns: it has no outputs, and a trace records it
-    without running it, so it happens at every call of the graph and never while tracing.  ``specialize(in_types, attrs)``, when an op
-    module sets it, returns a kernel for inputs of known (shape, dtype) that computes
+    without running it, so it happens at every call of the graph and never while tracing.  ``specialize(in_types, attrs)``, when the op's
+    declaration gives it, returns a kernel for inputs of known (shape, dtype) that computes
     exactly what ``forward`` does, with less dispatch (or None): compiled graphs use it.
     It may return an ``Inline`` expression instead, which a compiled graph writes in
-    place of a call.
+    place of a call.  ``no_gradient`` is the declared reason an op has no rule (None
+    when it has one, or is not differentiable).
     """
 
     __slots__ = ("name", "forward", "num_outputs", "origin", "stateful", "effect", "specialize",
@@ -82,7 +84,7 @@ class Primitive:
         self.stateful = stateful or effect
         self.effect = effect
         self.specialize = specialize
-        self.no_gradient = no_gradient  # why the declaration gives no rule (None: it gives one)
+        self.no_gradient = no_gradient
 
     def gradient_rule(self, attrs=None):
         """This op's rule now: a GradientRule, NOT_DIFFERENTIABLE, or None (none registered)."""
