@@ -82,7 +82,7 @@ SIGMOID_XENT = def_primitive(
     "SigmoidCrossEntropyWithLogits",
     lambda z, x: (array_module(x).maximum(x, 0) - x * z
                   + array_module(x).log1p(array_module(x).exp(-array_module(x).abs(x)))).astype(x.dtype),
-                             grad=_sigmoid_xent_grad, saves="inputs")
+    grad=_sigmoid_xent_grad, saves="inputs")
 
 
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
@@ -135,7 +135,7 @@ def _checked_class_indices(v, *, depth):
 
 # The check as an op of a traced graph: the labels pass through, or it raises when it runs.
 CHECK_CLASS_INDICES = def_primitive("CheckClassIndices", _checked_class_indices,
-                                    not_differentiable=True)
+                                    not_differentiable=True)  # class indices
 
 
 @dispatches_symbols("nn.l2_loss")

@@ -208,8 +208,8 @@ def _unpack_grad(op, *grads):
     return concat([g[(Ellipsis, None) + tail] for g in grads], axis)
 
 
-UNPACK = def_primitive("Unpack", _unpack_forward, num_outputs=None,
-                       grad=_unpack_grad)  # num outputs
+UNPACK = def_primitive("Unpack", _unpack_forward, num_outputs=None,  # num outputs
+                       grad=_unpack_grad)
 
 
 @dispatches_symbols("unstack")

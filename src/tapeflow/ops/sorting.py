@@ -158,7 +158,8 @@ def _scatter_add_along_last_axis_grad(op, g):
 
 SCATTER_ADD_ALONG_LAST_AXIS = def_primitive("ScatterAddAlongLastAxis",
                                             _scatter_add_along_last_axis,
-                                            grad=_scatter_add_along_last_axis_grad, saves="inputs")
+                                            grad=_scatter_add_along_last_axis_grad,
+                                            saves="inputs")
 
 
 def _static_k(k, opname):
