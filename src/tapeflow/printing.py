@@ -23,7 +23,7 @@ import numpy as np
 
 from .backend import to_host
 from .core.context import context
-from .core.registry import NotDifferentiable, def_primitive
+from .core.registry import def_primitive
 from .core.tensor import Tensor
 
 __all__ = ["print_v2", "format_tensor"]
@@ -130,8 +130,7 @@ def _print_forward(*arrays, template, summarize, end, stream):
     return ()
 
 
-PRINT = def_primitive("PrintV2", _print_forward, effect=True)
-NotDifferentiable("PrintV2")
+PRINT = def_primitive("PrintV2", _print_forward, effect=True, not_differentiable=True)
 
 
 def _format(x, summarize, top=False, slots=None):

@@ -24,7 +24,7 @@ X = tf.constant([1.0, 2.0], tf.float64)
 def _uses_the_op(x):
     # An op nobody registers a gradient for, registered inside the test (conftest's
     # scratch_registry drops it after): one made at import would outlive every test.
-    op = def_primitive(_MESSAGE_OP, _double)
+    op = def_primitive(_MESSAGE_OP, _double, no_gradient="the message's subject")
     return tf.reduce_sum(apply(op, (x * 3.0,)))
 
 

@@ -16,7 +16,7 @@ functions do the rest the same way for both:
 """
 from .dispatch import apply
 from .installed_ops import OPS
-from .registry import NOT_DIFFERENTIABLE, Inline, def_primitive, register_gradient
+from .registry import NOT_DIFFERENTIABLE, Inline, def_primitive
 from .tensor import Tensor, Variable, convert_to_tensor
 
 __all__ = ["no_gradient_error", "rule_fn", "fill_zeros", "run_rule", "accumulate",
@@ -114,7 +114,12 @@ def _sum_to_shape(g, shape, batch_ndim):
     return g.reshape(gshape[:batch_ndim] + tuple(shape))
 
 
-_SUM_TO_SHAPE = def_primitive("SumToShape", _sum_to_shape)
+def _sum_to_shape_grad(op, g):
+    in_shape, nb, shape = op.input_shape(), op.get_attr("batch_ndim"), op.get_attr("shape")
+    lead = lead_shape(g, len(op.output_shape()))
+    extra = len(in_shape) - nb - len(shape)
+    kept = lead + tuple(in_shape[:nb]) + (1,) * extra + shape
+    return OPS.broadcast_to(OPS.reshape(g, kept), lead + tuple(in_shape))
 
 
 def _sum_to_shape_kernel(in_types, attrs):
@@ -136,16 +141,8 @@ def _sum_to_shape_kernel(in_types, attrs):
     return lambda g: g.sum(axis=axes, dtype=dtype).reshape(out_shape)
 
 
-_SUM_TO_SHAPE.specialize = _sum_to_shape_kernel
-
-
-@register_gradient("SumToShape")
-def _sum_to_shape_grad(op, g):
-    in_shape, nb, shape = op.input_shape(), op.get_attr("batch_ndim"), op.get_attr("shape")
-    lead = lead_shape(g, len(op.output_shape()))
-    extra = len(in_shape) - nb - len(shape)
-    kept = lead + tuple(in_shape[:nb]) + (1,) * extra + shape
-    return OPS.broadcast_to(OPS.reshape(g, kept), lead + tuple(in_shape))
+_SUM_TO_SHAPE = def_primitive("SumToShape", _sum_to_shape, grad=_sum_to_shape_grad,
+                              specialize=_sum_to_shape_kernel)
 
 
 def lead_shape(g, out_ndim):

@@ -12,7 +12,7 @@ import functools
 
 from .context import PER_THREAD
 from .graph import record
-from .registry import def_primitive
+from .registry import def_primitive, define_primitive
 from .tensor import Tensor, convert_to_tensor
 
 __all__ = ["apply", "apply_unary", "apply_binary", "primitive"]
@@ -62,26 +62,34 @@ def apply_binary(op, x, y):
     return out
 
 
-def primitive(name, num_outputs=1):
+def primitive(name, num_outputs=1, *, grad=None, not_differentiable=False,
+              saves=("inputs", "outputs"), vectorized=False):
     """Turn array code into a tapeflow op named ``name``.
 
     The decorated function receives arrays (numpy, or CuPy on a GPU) for its
     positional arguments and returns an array (or ``num_outputs`` arrays);
     keyword arguments are passed through as attributes (``op.get_attr``).
-    Register its gradient with ``tapeflow.RegisterGradient(name)``; until then
-    a gradient through it raises LookupError::
+    Its gradient comes with it (``grad=``, with ``saves=`` and ``vectorized=`` as
+    ``RegisterGradient`` takes them, or ``not_differentiable=True``), or later from
+    ``tapeflow.RegisterGradient(name)``; until then a gradient through it raises
+    LookupError::
 
-        @tf.primitive("Cube")
-        def cube(x):
-            return x ** 3
-
-        @tf.RegisterGradient("Cube")
         def _cube_grad(op, dy):
             (x,) = op.inputs
             return dy * 3.0 * x * x
+
+        @tf.primitive("Cube", grad=_cube_grad)
+        def cube(x):
+            return x ** 3
     """
     def decorate(fn):
-        op = def_primitive(name, fn, num_outputs)
+        if grad is not None:
+            op = def_primitive(name, fn, num_outputs=num_outputs, grad=grad, saves=saves,
+                               vectorized=vectorized)
+        elif not_differentiable:
+            op = def_primitive(name, fn, num_outputs=num_outputs, not_differentiable=True)
+        else:  # TensorFlow's way: RegisterGradient(name) may follow
+            op = define_primitive(name, fn, num_outputs=num_outputs)
 
         @functools.wraps(fn)
         def call(*args, **attrs):

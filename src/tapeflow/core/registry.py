@@ -4,6 +4,10 @@ A primitive is a name, a forward function written in array code (it gets
 numpy or CuPy arrays and returns arrays), and a gradient rule registered under
 the same name.  Rules are written in tapeflow ops on Tensors, so gradients are
 themselves differentiable (Hessians, Newton steps, input-gradient penalties).
+tapeflow's own ops are declared whole, in one ``def_primitive`` statement each:
+forward, gradient (a rule right above it, ``not_differentiable=True``, or the
+reason there is none) and compiled-graph kernel, as JAX keeps ``defjvp`` under
+each primitive (tests/core/test_primitive_declarations.py checks).
 
 A rule has TensorFlow's signature ``rule(op, *output_grads) -> input grads``;
 ``op`` is the recorded node (``op.inputs``, ``op.outputs``, ``op.get_attr``,
@@ -12,14 +16,15 @@ nothing else alive, and whether it holds for cotangents with extra leading
 axes (``vectorized``): that is what lets a jacobian run as one backward pass.
 
 Public entry points: ``RegisterGradient``, ``NotDifferentiable`` and
-``gradient_override_map``; ``dispatch.primitive`` makes a new op from array code.
+``gradient_override_map``; ``dispatch.primitive`` makes a new op from array code
+(its gradient given with it, or registered later).
 """
 import contextlib
 
 from .context import context
 
 __all__ = [
-    "Primitive", "GradientRule", "NOT_DIFFERENTIABLE", "def_primitive", "register_gradient",
+    "Primitive", "GradientRule", "NOT_DIFFERENTIABLE", "def_primitive", "define_primitive",
     "RegisterGradient", "NotDifferentiable", "gradient_override_map", "registered_primitives",
     "lookup_gradient", "lookup_primitive", "Inline",
 ]
@@ -59,23 +64,27 @@ class Primitive:
     ``stateful`` ops (random draws) give new results at every run: a traced graph
     never folds, merges or drops them.  An ``effect`` op (``tf.print``) is there for
     what it does, not what it returns: it has no outputs, and a trace records it
-    without running it, so it happens at every call of the graph and never while tracing.  ``specialize(in_types, attrs)``, when an op
-    module sets it, returns a kernel for inputs of known (shape, dtype) that computes
+    without running it, so it happens at every call of the graph and never while tracing.  ``specialize(in_types, attrs)``, when the op's
+    declaration gives it, returns a kernel for inputs of known (shape, dtype) that computes
     exactly what ``forward`` does, with less dispatch (or None): compiled graphs use it.
     It may return an ``Inline`` expression instead, which a compiled graph writes in
-    place of a call.
+    place of a call.  ``no_gradient`` is the declared reason an op has no rule (None
+    when it has one, or is not differentiable).
     """
 
-    __slots__ = ("name", "forward", "num_outputs", "origin", "stateful", "effect", "specialize")
+    __slots__ = ("name", "forward", "num_outputs", "origin", "stateful", "effect", "specialize",
+                 "no_gradient")
 
-    def __init__(self, name, forward, num_outputs=1, stateful=False, effect=False):
+    def __init__(self, name, forward, num_outputs=1, stateful=False, effect=False,
+                 specialize=None, no_gradient=None):
         self.name = name
         self.origin = _origin(forward)
         self.forward = _quiet_while_tracing(forward) if effect else forward
         self.num_outputs = 0 if effect else num_outputs
         self.stateful = stateful or effect
         self.effect = effect
-        self.specialize = None
+        self.specialize = specialize
+        self.no_gradient = no_gradient
 
     def gradient_rule(self, attrs=None):
         """This op's rule now: a GradientRule, NOT_DIFFERENTIABLE, or None (none registered)."""
@@ -116,21 +125,59 @@ def _origin(fn):
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
-def def_primitive(name, forward, num_outputs=1, stateful=False, effect=False):
-    """Register a primitive op; the same name from different code is an error."""
-    existing = _PRIMITIVES.get(name)
-    if existing is not None and existing.origin != _origin(forward):
-        raise ValueError(f"An op named '{name}' is already registered by {existing.origin}")
-    op = _PRIMITIVES[name] = Primitive(name, forward, num_outputs, stateful, effect)
+def def_primitive(name, forward, *, grad=None, saves=(), vectorized=True,
+                  not_differentiable=False, no_gradient=None, specialize=None,
+                  num_outputs=1, stateful=False, effect=False):
+    """Declare a primitive op in one statement: its forward, its gradient, its kernel.
+
+    The gradient is exactly one of ``grad=rule`` (``rule(op, *grads)``, keeping what
+    ``saves`` names; ``vectorized=False`` where it cannot take extra leading cotangent
+    axes), ``not_differentiable=True`` (gradients through it are None) or
+    ``no_gradient="why"`` (no rule: a gradient through it raises LookupError naming it).
+    ``specialize`` is the compiled graphs' kernel maker (``Primitive``).  The same
+    name from different code is an error.
+    """
+    rule = _declared_rule(name, grad, saves, vectorized, not_differentiable, no_gradient)
+    op = define_primitive(name, forward, num_outputs=num_outputs, stateful=stateful,
+                          effect=effect, specialize=specialize, no_gradient=no_gradient)
+    if rule is not None:
+        _store_rule(name, rule, override=False)
     return op
 
 
-def register_gradient(name, *, saves=(), vectorized=True, override=False):
-    """Decorator: ``fn(op, *grads)`` becomes the gradient of op ``name``."""
-    def decorate(fn):
-        _store_rule(name, GradientRule(fn, saves, vectorized), override)
-        return fn
-    return decorate
+def _declared_rule(name, grad, saves, vectorized, not_differentiable, no_gradient):
+    """What a declaration stores as ``name``'s gradient: a rule, NOT_DIFFERENTIABLE, or None."""
+    given = [kind for kind, present in (("grad=", grad is not None),
+                                        ("not_differentiable=True", not_differentiable),
+                                        ("no_gradient=", no_gradient is not None)) if present]
+    if len(given) != 1:
+        raise TypeError(
+            f"def_primitive('{name}') declares its gradient with exactly one of grad=, "
+            f"not_differentiable=True or no_gradient='why'; "
+            f"got {' and '.join(given) if given else 'none'}")
+    if no_gradient is not None and not (isinstance(no_gradient, str) and no_gradient):
+        raise TypeError(f"def_primitive('{name}'): no_gradient= is the reason (a string), "
+                        f"not {no_gradient!r}")
+    if grad is not None and not callable(grad):
+        raise TypeError(f"def_primitive('{name}'): grad= is a rule(op, *grads), not {grad!r}")
+    if grad is None and (saves or not vectorized):
+        raise TypeError(f"def_primitive('{name}'): saves= and vectorized= describe grad=, "
+                        f"which is not given")
+    if grad is not None:
+        return GradientRule(grad, saves, vectorized)
+    return NOT_DIFFERENTIABLE if not_differentiable else None
+
+
+def define_primitive(name, forward, *, num_outputs=1, stateful=False, effect=False,
+                     specialize=None, no_gradient=None):
+    """Register a primitive whose gradient is registered apart (``tf.primitive``'s users do,
+    with ``RegisterGradient``); tapeflow's own ops are declared whole by ``def_primitive``."""
+    existing = _PRIMITIVES.get(name)
+    if existing is not None and existing.origin != _origin(forward):
+        raise ValueError(f"An op named '{name}' is already registered by {existing.origin}")
+    op = _PRIMITIVES[name] = Primitive(name, forward, num_outputs, stateful, effect,
+                                       specialize, no_gradient)
+    return op
 
 
 def _store_rule(name, rule, override):

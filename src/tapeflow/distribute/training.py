@@ -22,7 +22,7 @@ from .. import callbacks as callbacks_module
 from .. import replication
 from ..core.context import PER_THREAD, context
 from ..core.dispatch import apply
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import def_primitive
 from ..core.tensor import convert_to_tensor
 from ..models import batching as data_module
 from ..ops.creation import ones_like
@@ -88,8 +88,8 @@ def _all_reduce_kernel(buffer, weight, *, strategy):
 
 
 # stateful: a trace never merges or drops it (each step's Allreduce is one collective call)
-MPI_ALL_REDUCE = def_primitive("MPIAllReduceSum", _all_reduce_kernel, stateful=True)
-NotDifferentiable("MPIAllReduceSum")
+MPI_ALL_REDUCE = def_primitive("MPIAllReduceSum", _all_reduce_kernel, stateful=True,
+                               not_differentiable=True)
 
 
 def _traced_sum(strategy, grads, share):

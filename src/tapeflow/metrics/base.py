@@ -24,7 +24,7 @@ import numpy as np
 from .. import backend
 from ..core.context import context
 from ..core.dispatch import apply
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import def_primitive
 from ..core.tensor import Tensor, Variable, convert_to_tensor
 from ..dtypes import as_dtype, numpy_dtype
 from ..ops.shape import where
@@ -135,10 +135,6 @@ def _metric_sums_kernel(values, *sample_weight, reduce, dtype):
     return xp.asarray(xp.sum(values), dtype=dtype), xp.asarray(count, dtype=dtype)
 
 
-METRIC_VALUES = def_primitive("MetricValues", _metric_values_kernel)
-METRIC_SUMS = def_primitive("MetricSums", _metric_sums_kernel, num_outputs=2)
-
-
 def _scalar_sums_kernel(in_types, attrs):
     """A scalar weighted by a scalar (the loss tracker: the batch's mean loss times its
     size): what ``_metric_sums_kernel`` computes for it, without the general reshaping."""
@@ -153,9 +149,10 @@ def _scalar_sums_kernel(in_types, attrs):
     return sums
 
 
-METRIC_SUMS.specialize = _scalar_sums_kernel
-NotDifferentiable("MetricValues")  # metric state: never differentiated
-NotDifferentiable("MetricSums")
+# metric state: never differentiated
+METRIC_VALUES = def_primitive("MetricValues", _metric_values_kernel, not_differentiable=True)
+METRIC_SUMS = def_primitive("MetricSums", _metric_sums_kernel, num_outputs=2,
+                            not_differentiable=True, specialize=_scalar_sums_kernel)
 
 
 def _tracing():

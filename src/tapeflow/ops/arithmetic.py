@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply, apply_binary
-from ..core.registry import Inline, NotDifferentiable, def_primitive, register_gradient
+from ..core.registry import Inline, def_primitive
 from ..core.tensor import Tensor, Variable
 # The op families stack one way: shape < elementwise < arithmetic < reduce; a family's
 # ops and rules use only the families below it (tests/test_import_graph.py checks).
@@ -46,9 +46,24 @@ def _quiet(fn):
     return run
 
 
+def _inline(expression):
+    """The specializer of an op whose forward is exactly a Python operator: in a compiled
+    graph it is written as the operator itself (the same ufunc)."""
+    template = Inline(expression)
+    return lambda in_types, attrs: template
+
+
 # --- add, subtract ------------------------------------------------------------
-ADD = def_primitive("AddV2", operator.add)
-SUB = def_primitive("Sub", operator.sub)
+def _add_grad(op, g):
+    return g, g
+
+
+def _sub_grad(op, g):
+    return g, (-g if op.needs_input_grad[1] else None)
+
+
+ADD = def_primitive("AddV2", operator.add, grad=_add_grad, specialize=_inline("{0} + {1}"))
+SUB = def_primitive("Sub", operator.sub, grad=_sub_grad, specialize=_inline("{0} - {1}"))
 
 
 @dispatches_symbols("math.add")
@@ -61,19 +76,24 @@ def subtract(x, y, name=None):
     return _binary(SUB, "subtract", x, y)
 
 
-@register_gradient("AddV2")
-def _add_grad(op, g):
-    return g, g
-
-
-@register_gradient("Sub")
-def _sub_grad(op, g):
-    return g, (-g if op.needs_input_grad[1] else None)
-
-
 # --- multiply, divide --------------------------------------------------------------
-MUL = def_primitive("Mul", operator.mul)
-DIV = def_primitive("RealDiv", _quiet(operator.truediv))
+def _mul_grad(op, g):
+    x, y = op.inputs
+    needs = op.needs_input_grad
+    return (g * y if needs[0] else None), (g * x if needs[1] else None)
+
+
+def _div_grad(op, g):
+    x, y = op.inputs
+    needs = op.needs_input_grad
+    gx = g / y if needs[0] else None
+    gy = -g * x / (y * y) if needs[1] else None
+    return gx, gy
+
+
+MUL = def_primitive("Mul", operator.mul, grad=_mul_grad, saves="inputs",
+                    specialize=_inline("{0} * {1}"))
+DIV = def_primitive("RealDiv", _quiet(operator.truediv), grad=_div_grad, saves="inputs")
 
 
 @dispatches_symbols("math.multiply")
@@ -90,26 +110,14 @@ def divide(x, y, name=None):
     return _binary(DIV, "divide", x, y)
 
 
-@register_gradient("Mul", saves="inputs")
-def _mul_grad(op, g):
-    x, y = op.inputs
-    needs = op.needs_input_grad
-    return (g * y if needs[0] else None), (g * x if needs[1] else None)
-
-
-@register_gradient("RealDiv", saves="inputs")
-def _div_grad(op, g):
-    x, y = op.inputs
-    needs = op.needs_input_grad
-    gx = g / y if needs[0] else None
-    gy = -g * x / (y * y) if needs[1] else None
-    return gx, gy
-
-
 # --- floor division and modulo -----------------------------------------------------
-FLOORDIV = def_primitive("FloorDiv", _quiet(operator.floordiv))
-FLOORMOD = def_primitive("FloorMod", _quiet(operator.mod))
-NotDifferentiable("FloorDiv")
+def _floormod_grad(op, g):
+    x, y = op.inputs
+    return g, -g * elementwise_ops.floor(x / y)
+
+
+FLOORDIV = def_primitive("FloorDiv", _quiet(operator.floordiv), not_differentiable=True)
+FLOORMOD = def_primitive("FloorMod", _quiet(operator.mod), grad=_floormod_grad, saves="inputs")
 
 
 @dispatches_symbols("math.floordiv")
@@ -122,22 +130,7 @@ def floormod(x, y, name=None):
     return _binary(FLOORMOD, "floormod", x, y)
 
 
-@register_gradient("FloorMod", saves="inputs")
-def _floormod_grad(op, g):
-    x, y = op.inputs
-    return g, -g * elementwise_ops.floor(x / y)
-
-
 # --- power -------------------------------------------------------------------------
-POW = def_primitive("Pow", _quiet(operator.pow))
-
-
-@dispatches_symbols("math.pow")
-def pow(x, y, name=None):  # noqa: A001 - TensorFlow's name
-    return _binary(POW, "pow", x, y)
-
-
-@register_gradient("Pow", saves=("inputs", "outputs"))
 def _pow_grad(op, g):
     x, y = op.inputs
     needs = op.needs_input_grad
@@ -150,10 +143,39 @@ def _pow_grad(op, g):
     return gx, gy
 
 
+POW = def_primitive("Pow", _quiet(operator.pow), grad=_pow_grad, saves=("inputs", "outputs"))
+
+
+@dispatches_symbols("math.pow")
+def pow(x, y, name=None):  # noqa: A001 - TensorFlow's name
+    return _binary(POW, "pow", x, y)
+
+
 # --- maximum, minimum, squared difference --------------------------------------------
-MAXIMUM = def_primitive("Maximum", lambda x, y: array_module(x, y).maximum(x, y))
-MINIMUM = def_primitive("Minimum", lambda x, y: array_module(x, y).minimum(x, y))
-SQDIFF = def_primitive("SquaredDifference", lambda x, y: (x - y) * (x - y))
+def _maximum_grad(op, g):
+    x, y = op.inputs
+    x_wins = x >= y  # ties go to x, as in TensorFlow
+    return shape_ops.where(x_wins, g, 0.0), shape_ops.where(x_wins, 0.0, g)
+
+
+def _minimum_grad(op, g):
+    x, y = op.inputs
+    x_wins = x <= y
+    return shape_ops.where(x_wins, g, 0.0), shape_ops.where(x_wins, 0.0, g)
+
+
+def _sqdiff_grad(op, g):
+    x, y = op.inputs
+    d = g * 2.0 * (x - y)
+    return d, (-d if op.needs_input_grad[1] else None)
+
+
+MAXIMUM = def_primitive("Maximum", lambda x, y: array_module(x, y).maximum(x, y),
+                        grad=_maximum_grad, saves="inputs")
+MINIMUM = def_primitive("Minimum", lambda x, y: array_module(x, y).minimum(x, y),
+                        grad=_minimum_grad, saves="inputs")
+SQDIFF = def_primitive("SquaredDifference", lambda x, y: (x - y) * (x - y),
+                       grad=_sqdiff_grad, saves="inputs")
 
 
 @dispatches_symbols("math.maximum")
@@ -171,43 +193,18 @@ def squared_difference(x, y, name=None):
     return _binary(SQDIFF, "squared_difference", x, y)
 
 
-@register_gradient("Maximum", saves="inputs")
-def _maximum_grad(op, g):
-    x, y = op.inputs
-    x_wins = x >= y  # ties go to x, as in TensorFlow
-    return shape_ops.where(x_wins, g, 0.0), shape_ops.where(x_wins, 0.0, g)
-
-
-@register_gradient("Minimum", saves="inputs")
-def _minimum_grad(op, g):
-    x, y = op.inputs
-    x_wins = x <= y
-    return shape_ops.where(x_wins, g, 0.0), shape_ops.where(x_wins, 0.0, g)
-
-
-@register_gradient("SquaredDifference", saves="inputs")
-def _sqdiff_grad(op, g):
-    x, y = op.inputs
-    d = g * 2.0 * (x - y)
-    return d, (-d if op.needs_input_grad[1] else None)
-
-
 # --- unary minus and abs (operators) ---------------------------------------------------
-NEG = def_primitive("Neg", operator.neg)
+def _neg_grad(op, g):
+    return -g
 
 
-def _inline(expression):
-    """The specializer of an op whose forward is exactly a Python operator."""
-    template = Inline(expression)
-    return lambda in_types, attrs: template
+def _abs_grad(op, g):
+    (x,) = op.inputs
+    return g * elementwise_ops.sign(x)
 
 
-# In a compiled graph these are written as the operators themselves (the same ufuncs).
-ADD.specialize = _inline("{0} + {1}")
-SUB.specialize = _inline("{0} - {1}")
-MUL.specialize = _inline("{0} * {1}")
-NEG.specialize = _inline("-{0}")
-ABS = def_primitive("Abs", abs)
+NEG = def_primitive("Neg", operator.neg, grad=_neg_grad, specialize=_inline("-{0}"))
+ABS = def_primitive("Abs", abs, grad=_abs_grad, saves="inputs")
 
 
 @dispatches_symbols("math.negative")
@@ -220,17 +217,6 @@ def negative(x, name=None):
 def abs_(x, name=None):
     x = x if isinstance(x, Tensor) else _as_tensor(x)
     return apply(ABS, (x,))
-
-
-@register_gradient("Neg")
-def _neg_grad(op, g):
-    return -g
-
-
-@register_gradient("Abs", saves="inputs")
-def _abs_grad(op, g):
-    (x,) = op.inputs
-    return g * elementwise_ops.sign(x)
 
 
 @dispatches_symbols("math.add_n")
@@ -246,22 +232,20 @@ def add_n(inputs, name=None):
 
 
 # --- comparisons and logic: boolean results, never differentiable -------------------
-def _compare(name, fn):
-    op = def_primitive(name, fn)
-    NotDifferentiable(name)
-    return op
-
-
-EQUAL = _compare("Equal", operator.eq)
-NOT_EQUAL = _compare("NotEqual", operator.ne)
-LESS = _compare("Less", operator.lt)
-LESS_EQUAL = _compare("LessEqual", operator.le)
-GREATER = _compare("Greater", operator.gt)
-GREATER_EQUAL = _compare("GreaterEqual", operator.ge)
-LOGICAL_AND = _compare("LogicalAnd", lambda x, y: array_module(x, y).logical_and(x, y))
-LOGICAL_OR = _compare("LogicalOr", lambda x, y: array_module(x, y).logical_or(x, y))
-LOGICAL_XOR = _compare("LogicalXor", lambda x, y: array_module(x, y).logical_xor(x, y))
-LOGICAL_NOT = _compare("LogicalNot", lambda x: array_module(x).logical_not(x))
+EQUAL = def_primitive("Equal", operator.eq, not_differentiable=True)
+NOT_EQUAL = def_primitive("NotEqual", operator.ne, not_differentiable=True)
+LESS = def_primitive("Less", operator.lt, not_differentiable=True)
+LESS_EQUAL = def_primitive("LessEqual", operator.le, not_differentiable=True)
+GREATER = def_primitive("Greater", operator.gt, not_differentiable=True)
+GREATER_EQUAL = def_primitive("GreaterEqual", operator.ge, not_differentiable=True)
+LOGICAL_AND = def_primitive("LogicalAnd", lambda x, y: array_module(x, y).logical_and(x, y),
+                            not_differentiable=True)
+LOGICAL_OR = def_primitive("LogicalOr", lambda x, y: array_module(x, y).logical_or(x, y),
+                           not_differentiable=True)
+LOGICAL_XOR = def_primitive("LogicalXor", lambda x, y: array_module(x, y).logical_xor(x, y),
+                            not_differentiable=True)
+LOGICAL_NOT = def_primitive("LogicalNot", lambda x: array_module(x).logical_not(x),
+                            not_differentiable=True)
 
 
 def _comparison(op, opname, x, y):

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import backend
 from ..core.dispatch import apply
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import def_primitive
 from ..errors import InvalidArgumentError
 from .elementwise import identity
 
@@ -61,10 +61,10 @@ def _check_numerics_forward(x, *, message):
 
 
 # Effect ops (no outputs): a trace records them without running them on its examples.
-ASSERT = def_primitive("Assert", _assert_forward, effect=True)
-CHECK_NUMERICS = def_primitive("CheckNumerics", _check_numerics_forward, effect=True)
-NotDifferentiable("Assert")  # no outputs: nothing flows through them
-NotDifferentiable("CheckNumerics")
+# no outputs: nothing flows through them
+ASSERT = def_primitive("Assert", _assert_forward, effect=True, not_differentiable=True)
+CHECK_NUMERICS = def_primitive("CheckNumerics", _check_numerics_forward, effect=True,
+                               not_differentiable=True)
 
 
 def assert_that(condition, template, tensors, summarize=None):

@@ -8,7 +8,7 @@ indices.
 import numpy as np
 
 from ..core.dispatch import apply
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import def_primitive
 from ..dtypes import numpy_dtype
 from ._util import array_module, as_tensor
 
@@ -37,8 +37,8 @@ def _confusion_matrix_forward(labels, predictions, *weights, num_classes, dtype)
     return counts.reshape(n, n).astype(dtype)
 
 
-CONFUSION_MATRIX = def_primitive("ConfusionMatrix", _confusion_matrix_forward)
-NotDifferentiable("ConfusionMatrix")  # counts of class indices
+CONFUSION_MATRIX = def_primitive("ConfusionMatrix", _confusion_matrix_forward,
+                                 not_differentiable=True)  # counts of class indices
 
 
 def confusion_matrix(labels, predictions, num_classes=None, weights=None, dtype=np.int32,

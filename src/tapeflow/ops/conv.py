@@ -22,7 +22,7 @@ flows through every rule, and a filter may carry them too (it does in the rules)
 Attributes never hold the batch size, so one traced graph fits every batch.
 """
 from ..core.dispatch import apply
-from ..core.registry import def_primitive, register_gradient
+from ..core.registry import def_primitive
 from ._util import array_module, as_tensor, binary_operands
 from .shape import concat, reshape, split
 from .window_args import check_format, check_output, conv_output_length, explicit_pads, \
@@ -74,11 +74,6 @@ def _conv2d_backprop_filter_forward(x, dy, filter_hw, strides, dilations, pads):
     return out.reshape(out.shape[:-2] + (filter_hw[0], filter_hw[1], x.shape[-1], co))
 
 
-CONV2D = def_primitive("Conv2D", _conv2d_forward)
-CONV2D_BACKPROP_INPUT = def_primitive("Conv2DBackpropInput", _conv2d_backprop_input_forward)
-CONV2D_BACKPROP_FILTER = def_primitive("Conv2DBackpropFilter", _conv2d_backprop_filter_forward)
-
-
 def _geometry(op):
     return {k: op.get_attr(k) for k in ("strides", "dilations", "pads")}
 
@@ -95,7 +90,6 @@ def _backprop_filter(x, dy, filter_hw, geometry):
     return apply(CONV2D_BACKPROP_FILTER, (x, dy), {"filter_hw": tuple(filter_hw), **geometry})
 
 
-@register_gradient("Conv2D", saves="inputs")
 def _conv2d_grad(op, g):
     x, w = op.inputs
     geometry, needs = _geometry(op), op.needs_input_grad
@@ -104,7 +98,9 @@ def _conv2d_grad(op, g):
     return dx, dw
 
 
-@register_gradient("Conv2DBackpropInput", saves="inputs")
+CONV2D = def_primitive("Conv2D", _conv2d_forward, grad=_conv2d_grad, saves="inputs")
+
+
 def _conv2d_backprop_input_grad(op, g):
     dy, w = op.inputs
     geometry, needs = _geometry(op), op.needs_input_grad
@@ -113,13 +109,20 @@ def _conv2d_backprop_input_grad(op, g):
     return d_dy, dw
 
 
-@register_gradient("Conv2DBackpropFilter", saves="inputs")
+CONV2D_BACKPROP_INPUT = def_primitive("Conv2DBackpropInput", _conv2d_backprop_input_forward,
+                                      grad=_conv2d_backprop_input_grad, saves="inputs")
+
+
 def _conv2d_backprop_filter_grad(op, g):
     x, dy = op.inputs
     geometry, needs = _geometry(op), op.needs_input_grad
     dx = _backprop_input(dy, g, x._value.shape[-3:-1], geometry) if needs[0] else None
     d_dy = _conv(x, g, geometry) if needs[1] else None
     return dx, d_dy
+
+
+CONV2D_BACKPROP_FILTER = def_primitive("Conv2DBackpropFilter", _conv2d_backprop_filter_forward,
+                                       grad=_conv2d_backprop_filter_grad, saves="inputs")
 
 
 # =================================================================================================

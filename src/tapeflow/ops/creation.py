@@ -11,7 +11,7 @@ import numpy as np
 from .. import backend
 from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import def_primitive
 from ..core.tensor import Tensor, convert_to_tensor
 from ..dtypes import numpy_dtype
 from ._util import as_tensor, static_shape
@@ -97,5 +97,5 @@ def _one_hot_kernel(idx, *, depth, on_value, off_value, axis, dtype):
     return out
 
 
-ONE_HOT = def_primitive("OneHot", _one_hot_kernel)
-NotDifferentiable("OneHot")  # of integer indices: nothing to differentiate (TensorFlow's too)
+# of integer indices: nothing to differentiate (TensorFlow's too)
+ONE_HOT = def_primitive("OneHot", _one_hot_kernel, not_differentiable=True)

@@ -11,7 +11,7 @@ import numpy as np
 from .. import backend
 from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply, apply_unary
-from ..core.registry import Inline, NotDifferentiable, def_primitive, register_gradient
+from ..core.registry import Inline, def_primitive
 from ..core.tensor import Tensor
 from ._util import array_module, as_tensor
 from ..serialization import snake_case
@@ -29,8 +29,9 @@ __all__ = [
 ]
 
 
-def _unary(opname, forward, *, quiet=False, float_only=True):
-    """Declare a one-input elementwise primitive and return its tapeflow function."""
+def _unary(opname, forward, *, quiet=False, float_only=True, **declaration):
+    """Declare a one-input elementwise primitive and return its tapeflow function;
+    ``declaration`` is def_primitive's gradient and kernel."""
     if quiet:
         plain = forward
 
@@ -38,7 +39,7 @@ def _unary(opname, forward, *, quiet=False, float_only=True):
             with np.errstate(all="ignore"):
                 return plain(x)
         forward.__qualname__ = f"{opname}.forward"
-    op = def_primitive(opname, forward)
+    op = def_primitive(opname, forward, **declaration)
 
     def call(x, name=None):
         if not isinstance(x, Tensor):
@@ -64,146 +65,134 @@ def _xp(x):
 
 
 # --- exponentials and logarithms ------------------------------------------------------
-exp = _unary("Exp", lambda x: _xp(x).exp(x), quiet=True)
-log = _unary("Log", lambda x: _xp(x).log(x), quiet=True)
-log1p = _unary("Log1p", lambda x: _xp(x).log1p(x), quiet=True)
-expm1 = _unary("Expm1", lambda x: _xp(x).expm1(x), quiet=True)
-
-
-@register_gradient("Exp", saves="outputs")
 def _exp_grad(op, g):
     (y,) = op.outputs
     return g * y
 
 
-@register_gradient("Log", saves="inputs")
 def _log_grad(op, g):
     (x,) = op.inputs
     return g / x
 
 
-@register_gradient("Log1p", saves="inputs")
 def _log1p_grad(op, g):
     (x,) = op.inputs
     return g / (x + 1.0)
 
 
-@register_gradient("Expm1", saves="outputs")
 def _expm1_grad(op, g):
     (y,) = op.outputs
     return g * (y + 1.0)
 
 
+exp = _unary("Exp", lambda x: _xp(x).exp(x), quiet=True, grad=_exp_grad, saves="outputs")
+log = _unary("Log", lambda x: _xp(x).log(x), quiet=True, grad=_log_grad, saves="inputs")
+log1p = _unary("Log1p", lambda x: _xp(x).log1p(x), quiet=True, grad=_log1p_grad, saves="inputs")
+expm1 = _unary("Expm1", lambda x: _xp(x).expm1(x), quiet=True, grad=_expm1_grad, saves="outputs")
+
+
 # --- powers ------------------------------------------------------------------------------
-sqrt = _unary("Sqrt", lambda x: _xp(x).sqrt(x), quiet=True)
-rsqrt = _unary("Rsqrt", lambda x: 1.0 / _xp(x).sqrt(x), quiet=True)
-square = _unary("Square", lambda x: x * x, float_only=False)
-square.op.specialize = lambda in_types, attrs: Inline("{0} * {0}")
-reciprocal = _unary("Reciprocal", lambda x: 1.0 / x, quiet=True)
-
-
-@register_gradient("Sqrt", saves="outputs")
 def _sqrt_grad(op, g):
     (y,) = op.outputs
     return g * 0.5 / y
 
 
-@register_gradient("Rsqrt", saves="outputs")
 def _rsqrt_grad(op, g):
     (y,) = op.outputs
     return g * -0.5 * y * y * y
 
 
-@register_gradient("Square", saves="inputs")
 def _square_grad(op, g):
     (x,) = op.inputs
     return g * 2.0 * x
 
 
-@register_gradient("Reciprocal", saves="outputs")
 def _reciprocal_grad(op, g):
     (y,) = op.outputs
     return -g * y * y
 
 
+def _square_kernel(in_types, attrs):
+    return Inline("{0} * {0}")
+
+
+sqrt = _unary("Sqrt", lambda x: _xp(x).sqrt(x), quiet=True, grad=_sqrt_grad, saves="outputs")
+rsqrt = _unary("Rsqrt", lambda x: 1.0 / _xp(x).sqrt(x), quiet=True, grad=_rsqrt_grad,
+               saves="outputs")
+square = _unary("Square", lambda x: x * x, float_only=False, grad=_square_grad, saves="inputs",
+                specialize=_square_kernel)
+reciprocal = _unary("Reciprocal", lambda x: 1.0 / x, quiet=True, grad=_reciprocal_grad,
+                    saves="outputs")
+
+
 # --- trigonometric and hyperbolic ------------------------------------------------------------
-sin = _unary("Sin", lambda x: _xp(x).sin(x))
-cos = _unary("Cos", lambda x: _xp(x).cos(x))
-tan = _unary("Tan", lambda x: _xp(x).tan(x))
-asin = _unary("Asin", lambda x: _xp(x).arcsin(x), quiet=True)
-acos = _unary("Acos", lambda x: _xp(x).arccos(x), quiet=True)
-atan = _unary("Atan", lambda x: _xp(x).arctan(x))
-sinh = _unary("Sinh", lambda x: _xp(x).sinh(x), quiet=True)
-cosh = _unary("Cosh", lambda x: _xp(x).cosh(x), quiet=True)
-tanh = _unary("Tanh", lambda x: _xp(x).tanh(x))
-asinh = _unary("Asinh", lambda x: _xp(x).arcsinh(x))
-atanh = _unary("Atanh", lambda x: _xp(x).arctanh(x), quiet=True)
-
-
-@register_gradient("Sin", saves="inputs")
 def _sin_grad(op, g):
     (x,) = op.inputs
     return g * cos(x)
 
 
-@register_gradient("Cos", saves="inputs")
 def _cos_grad(op, g):
     (x,) = op.inputs
     return -g * sin(x)
 
 
-@register_gradient("Tan", saves="outputs")
 def _tan_grad(op, g):
     (y,) = op.outputs
     return g * (1.0 + y * y)
 
 
-@register_gradient("Asin", saves="inputs")
 def _asin_grad(op, g):
     (x,) = op.inputs
     return g * rsqrt(1.0 - x * x)
 
 
-@register_gradient("Acos", saves="inputs")
 def _acos_grad(op, g):
     (x,) = op.inputs
     return -g * rsqrt(1.0 - x * x)
 
 
-@register_gradient("Atan", saves="inputs")
 def _atan_grad(op, g):
     (x,) = op.inputs
     return g / (1.0 + x * x)
 
 
-@register_gradient("Sinh", saves="inputs")
 def _sinh_grad(op, g):
     (x,) = op.inputs
     return g * cosh(x)
 
 
-@register_gradient("Cosh", saves="inputs")
 def _cosh_grad(op, g):
     (x,) = op.inputs
     return g * sinh(x)
 
 
-@register_gradient("Tanh", saves="outputs")
 def _tanh_grad(op, g):
     (y,) = op.outputs
     return g * (1.0 - y * y)
 
 
-@register_gradient("Asinh", saves="inputs")
 def _asinh_grad(op, g):
     (x,) = op.inputs
     return g * rsqrt(x * x + 1.0)
 
 
-@register_gradient("Atanh", saves="inputs")
 def _atanh_grad(op, g):
     (x,) = op.inputs
     return g / (1.0 - x * x)
+
+
+sin = _unary("Sin", lambda x: _xp(x).sin(x), grad=_sin_grad, saves="inputs")
+cos = _unary("Cos", lambda x: _xp(x).cos(x), grad=_cos_grad, saves="inputs")
+tan = _unary("Tan", lambda x: _xp(x).tan(x), grad=_tan_grad, saves="outputs")
+asin = _unary("Asin", lambda x: _xp(x).arcsin(x), quiet=True, grad=_asin_grad, saves="inputs")
+acos = _unary("Acos", lambda x: _xp(x).arccos(x), quiet=True, grad=_acos_grad, saves="inputs")
+atan = _unary("Atan", lambda x: _xp(x).arctan(x), grad=_atan_grad, saves="inputs")
+sinh = _unary("Sinh", lambda x: _xp(x).sinh(x), quiet=True, grad=_sinh_grad, saves="inputs")
+cosh = _unary("Cosh", lambda x: _xp(x).cosh(x), quiet=True, grad=_cosh_grad, saves="inputs")
+tanh = _unary("Tanh", lambda x: _xp(x).tanh(x), grad=_tanh_grad, saves="outputs")
+asinh = _unary("Asinh", lambda x: _xp(x).arcsinh(x), grad=_asinh_grad, saves="inputs")
+atanh = _unary("Atanh", lambda x: _xp(x).arctanh(x), quiet=True, grad=_atanh_grad,
+               saves="inputs")
 
 
 # --- activations ----------------------------------------------------------------------------------
@@ -219,10 +208,37 @@ def _softplus_forward(x):
     return (xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))).astype(x.dtype, copy=False)
 
 
-sigmoid = _unary("Sigmoid", _sigmoid_forward)
-softplus = _unary("Softplus", _softplus_forward)
-softsign = _unary("Softsign", lambda x: x / (1.0 + _xp(x).abs(x)))
-relu = _unary("Relu", lambda x: _xp(x).maximum(x, 0).astype(x.dtype, copy=False), float_only=False)
+def _sigmoid_grad(op, g):
+    (y,) = op.outputs
+    return g * y * (1.0 - y)
+
+
+def _softplus_grad(op, g):
+    (x,) = op.inputs
+    return g * sigmoid(x)
+
+
+def _softsign_grad(op, g):
+    (x,) = op.inputs
+    d = 1.0 + abs(x)
+    return g / (d * d)
+
+
+sigmoid = _unary("Sigmoid", _sigmoid_forward, grad=_sigmoid_grad, saves="outputs")
+softplus = _unary("Softplus", _softplus_forward, grad=_softplus_grad, saves="inputs")
+softsign = _unary("Softsign", lambda x: x / (1.0 + _xp(x).abs(x)), grad=_softsign_grad,
+                  saves="inputs")
+
+
+def _mask(condition, like):
+    """A 0/1 float mask: multiplying by it is several times faster than a select on large
+    jacobian cotangents (which differs only where the cotangent is inf or nan)."""
+    return shape_ops.cast(condition, like._value.dtype)
+
+
+def _relu_grad(op, g):
+    (y,) = op.outputs
+    return apply(_RELU_GRAD, (g, y))
 
 
 def _relu_kernel(in_types, attrs):
@@ -234,77 +250,52 @@ def _relu_kernel(in_types, attrs):
     return Inline("np.maximum({0}, 0)")
 
 
-relu.op.specialize = _relu_kernel
-relu6 = _unary("Relu6", lambda x: _xp(x).clip(x, 0, 6).astype(x.dtype, copy=False))
-elu = _unary("Elu", lambda x: _xp(x).where(x > 0, x, _xp(x).expm1(_xp(x).minimum(x, 0))).astype(x.dtype, copy=False))
-
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_SCALE = 1.0507009873554804934193349852946
-selu = _unary("Selu", lambda x: (_SELU_SCALE * _xp(x).where(
-    x > 0, x, _SELU_ALPHA * _xp(x).expm1(_xp(x).minimum(x, 0)))).astype(x.dtype, copy=False))
+relu = _unary("Relu", lambda x: _xp(x).maximum(x, 0).astype(x.dtype, copy=False), float_only=False,
+              grad=_relu_grad, saves="outputs", specialize=_relu_kernel)
 
 
-@register_gradient("Sigmoid", saves="outputs")
-def _sigmoid_grad(op, g):
-    (y,) = op.outputs
-    return g * y * (1.0 - y)
-
-
-@register_gradient("Softplus", saves="inputs")
-def _softplus_grad(op, g):
-    (x,) = op.inputs
-    return g * sigmoid(x)
-
-
-@register_gradient("Softsign", saves="inputs")
-def _softsign_grad(op, g):
-    (x,) = op.inputs
-    d = 1.0 + abs(x)
-    return g / (d * d)
-
-
-def _mask(condition, like):
-    """A 0/1 float mask: multiplying by it is several times faster than a select on large
-    jacobian cotangents (which differs only where the cotangent is inf or nan)."""
-    return shape_ops.cast(condition, like._value.dtype)
-
-
-@register_gradient("Relu", saves="outputs")
-def _relu_grad(op, g):
-    (y,) = op.outputs
-    return apply(_RELU_GRAD, (g, y))
-
-
-# Relu's gradient as one op, as TensorFlow's ReluGrad: the hottest rule of a training step.
-# Multiplying by the boolean mask itself gives the same values as by a 0/1 float copy of it
-# (numpy promotes the bools inside the multiply) without allocating that copy.
-_RELU_GRAD = def_primitive("ReluGrad", lambda g, y: g * (y > 0))
-_RELU_GRAD.specialize = lambda in_types, attrs: Inline("{0} * ({1} > 0)")
-
-
-@register_gradient("ReluGrad", saves="inputs")
 def _relu_grad_grad(op, gg):
     _, y = op.inputs
     return apply(_RELU_GRAD, (gg, y)), None  # piecewise linear: nothing flows to y
 
 
-@register_gradient("Relu6", saves="inputs")
+def _relu_grad_kernel(in_types, attrs):
+    return Inline("{0} * ({1} > 0)")
+
+
+# Relu's gradient as one op, as TensorFlow's ReluGrad: the hottest rule of a training step.
+# Multiplying by the boolean mask itself gives the same values as by a 0/1 float copy of it
+# (numpy promotes the bools inside the multiply) without allocating that copy.
+_RELU_GRAD = def_primitive("ReluGrad", lambda g, y: g * (y > 0), grad=_relu_grad_grad,
+                           saves="inputs", specialize=_relu_grad_kernel)
+
+
 def _relu6_grad(op, g):
     (x,) = op.inputs
     # ``&`` is Tensor's operator: logical_and's family (arithmetic) sits above this one
     return g * _mask((x > 0) & (x < 6), g)
 
 
-@register_gradient("Elu", saves="outputs")
 def _elu_grad(op, g):
     (y,) = op.outputs  # elu(x) > 0 exactly when x > 0; below, elu' = e^x = y + 1
     return g * shape_ops.where(y > 0, 1.0, y + 1.0)
 
 
-@register_gradient("Selu", saves="outputs")
 def _selu_grad(op, g):
     (y,) = op.outputs
     return g * shape_ops.where(y > 0, _SELU_SCALE, y + _SELU_SCALE * _SELU_ALPHA)
+
+
+relu6 = _unary("Relu6", lambda x: _xp(x).clip(x, 0, 6).astype(x.dtype, copy=False),
+               grad=_relu6_grad, saves="inputs")
+elu = _unary("Elu", lambda x: _xp(x).where(x > 0, x, _xp(x).expm1(_xp(x).minimum(x, 0))).astype(x.dtype, copy=False),
+             grad=_elu_grad, saves="outputs")
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+selu = _unary("Selu", lambda x: (_SELU_SCALE * _xp(x).where(
+    x > 0, x, _SELU_ALPHA * _xp(x).expm1(_xp(x).minimum(x, 0)))).astype(x.dtype, copy=False),
+    grad=_selu_grad, saves="outputs")
 
 
 @dispatches_symbols("nn.leaky_relu")
@@ -313,57 +304,48 @@ def leaky_relu(features, alpha=0.2, name=None):
     return apply(_LEAKY_RELU, (features,), {"alpha": float(alpha)})
 
 
-_LEAKY_RELU = def_primitive(
-    "LeakyRelu", lambda x, alpha: _xp(x).where(x > 0, x, x * alpha).astype(x.dtype, copy=False))
-
-
-@register_gradient("LeakyRelu", saves="inputs")
 def _leaky_relu_grad(op, g):
     (x,) = op.inputs
     return shape_ops.where(x > 0, g, g * op.get_attr("alpha"))
+
+
+_LEAKY_RELU = def_primitive(
+    "LeakyRelu", lambda x, alpha: _xp(x).where(x > 0, x, x * alpha).astype(x.dtype, copy=False),
+    grad=_leaky_relu_grad, saves="inputs")
 
 
 def _erf_forward(x):
     return backend.special_function(x, "erf")(x).astype(x.dtype, copy=False)
 
 
-erf = _unary("Erf", _erf_forward)
-
-
-@register_gradient("Erf", saves="inputs")
 def _erf_grad(op, g):
     (x,) = op.inputs
     return g * (2.0 / math.sqrt(math.pi)) * exp(-(x * x))
 
 
+erf = _unary("Erf", _erf_forward, grad=_erf_grad, saves="inputs")
+
+
 # --- rounding: TensorFlow's gradients are zero for sign, None for the rest ---------------------
-sign = _unary("Sign", lambda x: _xp(x).sign(x), float_only=False)
-round = _unary("Round", lambda x: _xp(x).round(x), float_only=False)  # noqa: A001 - half to even, as TF
-floor = _unary("Floor", lambda x: _xp(x).floor(x))
-ceil = _unary("Ceil", lambda x: _xp(x).ceil(x))
-NotDifferentiable("Round")
-NotDifferentiable("Floor")
-NotDifferentiable("Ceil")
-
-
-@register_gradient("Sign")
 def _sign_grad(op, g):
     return zeros_like(g)
 
 
-is_nan = _unary("IsNan", lambda x: _xp(x).isnan(x))
-is_inf = _unary("IsInf", lambda x: _xp(x).isinf(x))
-is_finite = _unary("IsFinite", lambda x: _xp(x).isfinite(x))
-for _name in ("IsNan", "IsInf", "IsFinite"):
-    NotDifferentiable(_name)
+sign = _unary("Sign", lambda x: _xp(x).sign(x), float_only=False, grad=_sign_grad)
+round = _unary("Round", lambda x: _xp(x).round(x), float_only=False,  # noqa: A001 - half to even, as TF
+               not_differentiable=True)
+floor = _unary("Floor", lambda x: _xp(x).floor(x), not_differentiable=True)
+ceil = _unary("Ceil", lambda x: _xp(x).ceil(x), not_differentiable=True)
+
+is_nan = _unary("IsNan", lambda x: _xp(x).isnan(x), not_differentiable=True)
+is_inf = _unary("IsInf", lambda x: _xp(x).isinf(x), not_differentiable=True)
+is_finite = _unary("IsFinite", lambda x: _xp(x).isfinite(x), not_differentiable=True)
 
 
 # --- identity and stop_gradient -------------------------------------------------------------------
-identity = _unary("Identity", lambda x: x, float_only=False)
-stop_gradient = _unary("StopGradient", lambda x: x, float_only=False)
-NotDifferentiable("StopGradient")
-
-
-@register_gradient("Identity")
 def _identity_grad(op, g):
     return g
+
+
+identity = _unary("Identity", lambda x: x, float_only=False, grad=_identity_grad)
+stop_gradient = _unary("StopGradient", lambda x: x, float_only=False, not_differentiable=True)

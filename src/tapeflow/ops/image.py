@@ -12,7 +12,8 @@ def _adjust_contrast_forward(images, contrast_factor):
     return ((images - mean) * contrast_factor + mean).astype(images.dtype)
 
 
-ADJUST_CONTRAST = def_primitive("AdjustContrastv2", _adjust_contrast_forward)
+ADJUST_CONTRAST = def_primitive("AdjustContrastv2", _adjust_contrast_forward,
+                                no_gradient="TensorFlow registers none either")
 
 
 def adjust_contrast(images, contrast_factor):

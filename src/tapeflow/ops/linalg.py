@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
-from ..core.registry import Inline, def_primitive, register_gradient
+from ..core.registry import Inline, def_primitive
 from ..core.tensor import Tensor
 from ._util import array_module, as_tensor, binary_operands, lead_shape, module_of
 from .reduce import reduce_sum
@@ -42,50 +42,6 @@ def _matmul_forward(a, b, transpose_a, transpose_b):
     return a @ b
 
 
-MATMUL = def_primitive("BatchMatMulV2", _matmul_forward)
-
-
-def _matmul_kernel(in_types, attrs):
-    """For two numpy matrices of known shape: the one product ``_matmul_forward`` would run."""
-    (sa, da), (sb, db) = in_types
-    ta, tb = attrs["transpose_a"], attrs["transpose_b"]
-    if len(sa) != 2 or len(sb) != 2 or None in sa or None in sb or da.kind not in "fc" \
-            or da == np.float16:  # _matmul_forward's float32 products
-        return None
-    product = "*" if (sa[0] if ta else sa[1]) == 1 else "@"  # ``_matmul_forward``'s outer product
-    return Inline(f"{{0}}{'.T' if ta else ''} {product} {{1}}{'.T' if tb else ''}")
-
-
-MATMUL.specialize = _matmul_kernel
-
-
-@dispatches_symbols("linalg.matmul")
-def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
-           name=None):
-    """Matrix product of the last two axes, broadcasting any leading axes (rank >= 2)."""
-    a, b = binary_operands("matmul", a, b)
-    ta, tb = bool(transpose_a or adjoint_a), bool(transpose_b or adjoint_b)
-    sa, sb = a._value.shape, b._value.shape
-    if len(sa) < 2 or len(sb) < 2:
-        raise ValueError(f"matmul needs tensors of rank >= 2; got shapes {tuple(sa)} and {tuple(sb)}")
-    inner_a = sa[-2] if ta else sa[-1]
-    inner_b = sb[-1] if tb else sb[-2]
-    if inner_a != inner_b:
-        raise ValueError(f"matmul: shapes {tuple(sa)} and {tuple(sb)} do not line up (inner "
-                         f"dimensions {inner_a} and {inner_b})")
-    return apply(MATMUL, (a, b), {"transpose_a": ta, "transpose_b": tb})
-
-
-def _mm(x, y, ta, tb):
-    return apply(MATMUL, (x, y), {"transpose_a": ta, "transpose_b": tb})
-
-
-def _rows(t):
-    """A stack of matrices as one matrix of all their rows (a view: no copy)."""
-    return reshape(t, (-1, t._value.shape[-1]))
-
-
-@register_gradient("BatchMatMulV2", saves="inputs")
 def _matmul_grad(op, g):
     a, b = op.inputs
     ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
@@ -114,6 +70,47 @@ def _matmul_grad(op, g):
     return ga, gb
 
 
+def _matmul_kernel(in_types, attrs):
+    """For two numpy matrices of known shape: the one product ``_matmul_forward`` would run."""
+    (sa, da), (sb, db) = in_types
+    ta, tb = attrs["transpose_a"], attrs["transpose_b"]
+    if len(sa) != 2 or len(sb) != 2 or None in sa or None in sb or da.kind not in "fc" \
+            or da == np.float16:  # _matmul_forward's float32 products
+        return None
+    product = "*" if (sa[0] if ta else sa[1]) == 1 else "@"  # ``_matmul_forward``'s outer product
+    return Inline(f"{{0}}{'.T' if ta else ''} {product} {{1}}{'.T' if tb else ''}")
+
+
+MATMUL = def_primitive("BatchMatMulV2", _matmul_forward, grad=_matmul_grad, saves="inputs",
+                       specialize=_matmul_kernel)
+
+
+@dispatches_symbols("linalg.matmul")
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           name=None):
+    """Matrix product of the last two axes, broadcasting any leading axes (rank >= 2)."""
+    a, b = binary_operands("matmul", a, b)
+    ta, tb = bool(transpose_a or adjoint_a), bool(transpose_b or adjoint_b)
+    sa, sb = a._value.shape, b._value.shape
+    if len(sa) < 2 or len(sb) < 2:
+        raise ValueError(f"matmul needs tensors of rank >= 2; got shapes {tuple(sa)} and {tuple(sb)}")
+    inner_a = sa[-2] if ta else sa[-1]
+    inner_b = sb[-1] if tb else sb[-2]
+    if inner_a != inner_b:
+        raise ValueError(f"matmul: shapes {tuple(sa)} and {tuple(sb)} do not line up (inner "
+                         f"dimensions {inner_a} and {inner_b})")
+    return apply(MATMUL, (a, b), {"transpose_a": ta, "transpose_b": tb})
+
+
+def _mm(x, y, ta, tb):
+    return apply(MATMUL, (x, y), {"transpose_a": ta, "transpose_b": tb})
+
+
+def _rows(t):
+    """A stack of matrices as one matrix of all their rows (a view: no copy)."""
+    return reshape(t, (-1, t._value.shape[-1]))
+
+
 @dispatches_symbols("tensordot")
 def tensordot(a, b, axes, name=None):
     a, b = binary_operands("tensordot", a, b)
@@ -131,8 +128,36 @@ def tensordot(a, b, axes, name=None):
 
 
 # --- einsum -------------------------------------------------------------------------------------
+def _einsum_grad(op, g):
+    lhs, rhs = op.get_attr("equation").split("->")
+    terms = lhs.split(",")
+    inputs = op.inputs
+    lead = lead_shape(g, len(rhs))
+    free = [c for c in string.ascii_letters if c not in op.get_attr("equation")]
+    batch = "".join(free[:len(lead)])
+    grads = []
+    for i, term in enumerate(terms):
+        if not op.needs_input_grad[i]:
+            grads.append(None)
+            continue
+        others = [t for j, t in enumerate(terms) if j != i]
+        present = set(rhs).union(*others) if others else set(rhs)
+        uniq = "".join(dict.fromkeys(term))  # a repeated index reads a diagonal
+        reduced = "".join(c for c in uniq if c in present)
+        eq = ",".join([batch + rhs] + others) + "->" + batch + reduced
+        gi = einsum(eq, g, *[inputs[j] for j in range(len(terms)) if j != i])
+        sizes = dict(zip(term, op.in_shapes[i]))
+        if reduced != uniq:  # letters only this operand had were summed away: spread back
+            kept = lead + tuple(sizes[c] if c in reduced else 1 for c in uniq)
+            gi = broadcast_to(reshape(gi, kept), lead + tuple(sizes[c] for c in uniq))
+        if uniq != term:  # put the diagonal back with identity matrices
+            gi = _embed_diagonal(gi, batch, uniq, term, sizes, free[len(lead):])
+        grads.append(gi)
+    return grads
+
+
 EINSUM = def_primitive("Einsum", lambda *xs, equation: array_module(*xs).einsum(
-    equation, *xs, optimize=len(xs) > 2))
+    equation, *xs, optimize=len(xs) > 2), grad=_einsum_grad, saves="inputs")
 
 
 @dispatches_symbols("einsum")
@@ -169,35 +194,6 @@ def _explicit_equation(equation, ndims):
     return ",".join(terms) + "->" + rhs
 
 
-@register_gradient("Einsum", saves="inputs")
-def _einsum_grad(op, g):
-    lhs, rhs = op.get_attr("equation").split("->")
-    terms = lhs.split(",")
-    inputs = op.inputs
-    lead = lead_shape(g, len(rhs))
-    free = [c for c in string.ascii_letters if c not in op.get_attr("equation")]
-    batch = "".join(free[:len(lead)])
-    grads = []
-    for i, term in enumerate(terms):
-        if not op.needs_input_grad[i]:
-            grads.append(None)
-            continue
-        others = [t for j, t in enumerate(terms) if j != i]
-        present = set(rhs).union(*others) if others else set(rhs)
-        uniq = "".join(dict.fromkeys(term))  # a repeated index reads a diagonal
-        reduced = "".join(c for c in uniq if c in present)
-        eq = ",".join([batch + rhs] + others) + "->" + batch + reduced
-        gi = einsum(eq, g, *[inputs[j] for j in range(len(terms)) if j != i])
-        sizes = dict(zip(term, op.in_shapes[i]))
-        if reduced != uniq:  # letters only this operand had were summed away: spread back
-            kept = lead + tuple(sizes[c] if c in reduced else 1 for c in uniq)
-            gi = broadcast_to(reshape(gi, kept), lead + tuple(sizes[c] for c in uniq))
-        if uniq != term:  # put the diagonal back with identity matrices
-            gi = _embed_diagonal(gi, batch, uniq, term, sizes, free[len(lead):])
-        grads.append(gi)
-    return grads
-
-
 def _embed_diagonal(gi, batch, uniq, term, sizes, spare):
     """The cotangent of an operand with repeated indices (``'ii'``), from that of its diagonal."""
     spare = iter(spare)
@@ -217,9 +213,37 @@ def _embed_diagonal(gi, batch, uniq, term, sizes, spare):
 
 
 # --- solve, inverse, determinant -------------------------------------------------------------------
-SOLVE = def_primitive("MatrixSolve", lambda a, b: array_module(a, b).linalg.solve(a, b))
-INV = def_primitive("MatrixInverse", lambda a: array_module(a).linalg.inv(a))
-DET = def_primitive("MatrixDeterminant", lambda a: array_module(a).linalg.det(a))
+def _solve_grad(op, g):
+    a, _ = op.inputs
+    (x,) = op.outputs
+    gb = solve(matrix_transpose(a), g)
+    ga = -matmul(gb, matrix_transpose(x)) if op.needs_input_grad[0] else None
+    return ga, gb
+
+
+SOLVE = def_primitive("MatrixSolve", lambda a, b: array_module(a, b).linalg.solve(a, b),
+                      grad=_solve_grad, saves=("inputs", "outputs"))
+
+
+def _inv_grad(op, g):
+    (ainv,) = op.outputs
+    t = matrix_transpose(ainv)
+    return -matmul(t, matmul(g, t))
+
+
+INV = def_primitive("MatrixInverse", lambda a: array_module(a).linalg.inv(a),
+                    grad=_inv_grad, saves="outputs")
+
+
+def _det_grad(op, g):
+    (a,) = op.inputs
+    (d,) = op.outputs
+    scale = expand_dims(expand_dims(g * d, -1), -1)
+    return scale * matrix_transpose(inv(a))
+
+
+DET = def_primitive("MatrixDeterminant", lambda a: array_module(a).linalg.det(a),
+                    grad=_det_grad, saves=("inputs", "outputs"))
 
 
 def solve(matrix, rhs, adjoint=False, name=None):
@@ -233,15 +257,6 @@ def solve(matrix, rhs, adjoint=False, name=None):
     return apply(SOLVE, (matrix, rhs))
 
 
-@register_gradient("MatrixSolve", saves=("inputs", "outputs"))
-def _solve_grad(op, g):
-    a, _ = op.inputs
-    (x,) = op.outputs
-    gb = solve(matrix_transpose(a), g)
-    ga = -matmul(gb, matrix_transpose(x)) if op.needs_input_grad[0] else None
-    return ga, gb
-
-
 def inv(input, adjoint=False, name=None):  # noqa: A002
     from ._util import as_tensor
     a = as_tensor(input)
@@ -249,24 +264,9 @@ def inv(input, adjoint=False, name=None):  # noqa: A002
     return matrix_transpose(out) if adjoint else out
 
 
-@register_gradient("MatrixInverse", saves="outputs")
-def _inv_grad(op, g):
-    (ainv,) = op.outputs
-    t = matrix_transpose(ainv)
-    return -matmul(t, matmul(g, t))
-
-
 def det(input, name=None):  # noqa: A002
     from ._util import as_tensor
     return apply(DET, (as_tensor(input),))
-
-
-@register_gradient("MatrixDeterminant", saves=("inputs", "outputs"))
-def _det_grad(op, g):
-    (a,) = op.inputs
-    (d,) = op.outputs
-    scale = expand_dims(expand_dims(g * d, -1), -1)
-    return scale * matrix_transpose(inv(a))
 
 
 def diag_part(input, name=None):  # noqa: A002

@@ -15,7 +15,7 @@ contributes zero through a guarded reciprocal, as in TensorFlow).  With ``full_m
 import numpy as np
 
 from ..core.dispatch import apply
-from ..core.registry import def_primitive, register_gradient
+from ..core.registry import def_primitive
 from ..core.tensor import Tensor
 from ._util import array_module, as_tensor, binary_operands, module_of
 from .linalg import inv, matmul
@@ -71,7 +71,18 @@ def _gap_reciprocal(w):
 
 
 # --- Cholesky ---------------------------------------------------------------------------------------
-CHOLESKY = def_primitive("Cholesky", lambda a: array_module(a).linalg.cholesky(a))
+def _cholesky_grad(op, g):
+    """Murray (2016): Ā = sym(L⁻ᵀ Φ(Lᵀ Ḡ) L⁻¹), Φ = lower triangle with the diagonal halved."""
+    (chol,) = op.outputs
+    n = op.output_shape()[-1]
+    middle = matmul(chol, g, transpose_a=True) * _lower_half_diagonal(g, n)
+    left = triangular_solve(chol, middle, lower=True, adjoint=True)          # L⁻ᵀ Φ
+    s = _t(triangular_solve(chol, _t(left), lower=True, adjoint=True))      # (L⁻ᵀ Φ) L⁻¹
+    return 0.5 * (s + _t(s))
+
+
+CHOLESKY = def_primitive("Cholesky", lambda a: array_module(a).linalg.cholesky(a),
+                         grad=_cholesky_grad, saves="outputs")
 
 
 def cholesky(input, name=None):  # noqa: A002 - TensorFlow's name
@@ -81,17 +92,6 @@ def cholesky(input, name=None):  # noqa: A002 - TensorFlow's name
     a = as_tensor(input)
     _square("linalg.cholesky", a)
     return apply(CHOLESKY, (a,))
-
-
-@register_gradient("Cholesky", saves="outputs")
-def _cholesky_grad(op, g):
-    """Murray (2016): Ā = sym(L⁻ᵀ Φ(Lᵀ Ḡ) L⁻¹), Φ = lower triangle with the diagonal halved."""
-    (chol,) = op.outputs
-    n = op.output_shape()[-1]
-    middle = matmul(chol, g, transpose_a=True) * _lower_half_diagonal(g, n)
-    left = triangular_solve(chol, middle, lower=True, adjoint=True)          # L⁻ᵀ Φ
-    s = _t(triangular_solve(chol, _t(left), lower=True, adjoint=True))      # (L⁻ᵀ Φ) L⁻¹
-    return 0.5 * (s + _t(s))
 
 
 # --- triangular solve -------------------------------------------------------------------------------
@@ -113,21 +113,6 @@ def _triangular_solve_forward(matrix, rhs, lower, adjoint):
     return xp.linalg.solve(t, rhs)
 
 
-TRIANGULAR_SOLVE = def_primitive("MatrixTriangularSolve", _triangular_solve_forward)
-
-
-def triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None):
-    """x with ``T @ x == rhs`` (``Tᵀ @ x`` if ``adjoint``), T the lower (or upper) triangle of
-    ``matrix`` [..., M, M]; rhs [..., M, K]; batch axes broadcast."""
-    matrix, rhs = binary_operands("linalg.triangular_solve", matrix, rhs)
-    _square("linalg.triangular_solve", matrix)
-    if rhs._value.ndim < 2 or rhs._value.shape[-2] != matrix._value.shape[-1]:
-        raise ValueError(f"linalg.triangular_solve: rhs must have shape [..., M, K] with M = "
-                         f"{matrix._value.shape[-1]}; got {tuple(rhs._value.shape)}")
-    return apply(TRIANGULAR_SOLVE, (matrix, rhs), {"lower": bool(lower), "adjoint": bool(adjoint)})
-
-
-@register_gradient("MatrixTriangularSolve", saves=("inputs", "outputs"))
 def _triangular_solve_grad(op, g):
     """B̄ = T⁻ᵀ Ḡ; T̄ = -B̄ Xᵀ (adjoint: -X B̄ᵀ), kept to the triangle the forward read."""
     matrix, _ = op.inputs
@@ -143,13 +128,39 @@ def _triangular_solve_grad(op, g):
     return ga * _band(ga, op.in_shapes[0][-1], lower), gb
 
 
+TRIANGULAR_SOLVE = def_primitive("MatrixTriangularSolve", _triangular_solve_forward,
+                                 grad=_triangular_solve_grad, saves=("inputs", "outputs"))
+
+
+def triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None):
+    """x with ``T @ x == rhs`` (``Tᵀ @ x`` if ``adjoint``), T the lower (or upper) triangle of
+    ``matrix`` [..., M, M]; rhs [..., M, K]; batch axes broadcast."""
+    matrix, rhs = binary_operands("linalg.triangular_solve", matrix, rhs)
+    _square("linalg.triangular_solve", matrix)
+    if rhs._value.ndim < 2 or rhs._value.shape[-2] != matrix._value.shape[-1]:
+        raise ValueError(f"linalg.triangular_solve: rhs must have shape [..., M, K] with M = "
+                         f"{matrix._value.shape[-1]}; got {tuple(rhs._value.shape)}")
+    return apply(TRIANGULAR_SOLVE, (matrix, rhs), {"lower": bool(lower), "adjoint": bool(adjoint)})
+
+
 # --- symmetric eigendecomposition ---------------------------------------------------------------------
 def _eigh_forward(a):
     e, v = array_module(a).linalg.eigh(a)
     return e, v
 
 
-EIGH = def_primitive("SelfAdjointEigV2", _eigh_forward, num_outputs=2)
+def _eigh_grad(op, ge, gv):
+    """Ā = V (diag(ē) + F ∘ (Vᵀ V̄)) Vᵀ, F_ij = 1/(e_j - e_i) (0 on ties), folded onto the lower
+    triangle that the forward reads."""
+    e, v = op.outputs
+    f = _gap_reciprocal(e)
+    inner = _diag(ge) + f * matmul(v, gv, transpose_a=True)
+    ga = matmul(v, matmul(inner, v, transpose_b=True))
+    return (ga + _t(ga)) * _lower_half_diagonal(ga, op.output_shape(0)[-1])
+
+
+EIGH = def_primitive("SelfAdjointEigV2", _eigh_forward, num_outputs=2,
+                     grad=_eigh_grad, saves="outputs")
 
 
 def eigh(tensor, name=None):
@@ -167,17 +178,6 @@ def eigvalsh(tensor, name=None):
     return eigh(tensor)[0]
 
 
-@register_gradient("SelfAdjointEigV2", saves="outputs")
-def _eigh_grad(op, ge, gv):
-    """Ā = V (diag(ē) + F ∘ (Vᵀ V̄)) Vᵀ, F_ij = 1/(e_j - e_i) (0 on ties), folded onto the lower
-    triangle that the forward reads."""
-    e, v = op.outputs
-    f = _gap_reciprocal(e)
-    inner = _diag(ge) + f * matmul(v, gv, transpose_a=True)
-    ga = matmul(v, matmul(inner, v, transpose_b=True))
-    return (ga + _t(ga)) * _lower_half_diagonal(ga, op.output_shape(0)[-1])
-
-
 # --- singular value decomposition -------------------------------------------------------------------
 def _svd_forward(a, full_matrices):
     xp = array_module(a)
@@ -185,20 +185,6 @@ def _svd_forward(a, full_matrices):
     return s, u, xp.swapaxes(vh, -1, -2)
 
 
-SVD = def_primitive("Svd", _svd_forward, num_outputs=3)
-
-
-def svd(tensor, full_matrices=False, compute_uv=True, name=None):
-    """``s, u, v`` with tensor = u diag(s) vᵀ (TensorFlow's order; v, not vᵀ); ``s`` alone
-    when ``compute_uv`` is False.  s descending, shape [..., min(M, N)]."""
-    a = as_tensor(tensor)
-    if a._value.ndim < 2:
-        raise ValueError(f"linalg.svd needs a tensor of rank >= 2; got shape {tuple(a._value.shape)}")
-    s, u, v = apply(SVD, (a,), {"full_matrices": bool(full_matrices and compute_uv)})
-    return (s, u, v) if compute_uv else s
-
-
-@register_gradient("Svd", saves="outputs")
 def _svd_grad(op, gs, gu, gv):
     """Townsend (2016) / Seeger et al.: with F_ij = 1/(s_j² - s_i²) (0 on ties),
     Ā = U [(F∘(UᵀŪ - ŪᵀU)) S + diag(s̄) + S (F∘(VᵀV̄ - V̄ᵀV))] Vᵀ
@@ -224,13 +210,44 @@ def _svd_grad(op, gs, gu, gv):
     return ga
 
 
+SVD = def_primitive("Svd", _svd_forward, num_outputs=3, grad=_svd_grad, saves="outputs")
+
+
+def svd(tensor, full_matrices=False, compute_uv=True, name=None):
+    """``s, u, v`` with tensor = u diag(s) vᵀ (TensorFlow's order; v, not vᵀ); ``s`` alone
+    when ``compute_uv`` is False.  s descending, shape [..., min(M, N)]."""
+    a = as_tensor(tensor)
+    if a._value.ndim < 2:
+        raise ValueError(f"linalg.svd needs a tensor of rank >= 2; got shape {tuple(a._value.shape)}")
+    s, u, v = apply(SVD, (a,), {"full_matrices": bool(full_matrices and compute_uv)})
+    return (s, u, v) if compute_uv else s
+
+
 # --- QR -----------------------------------------------------------------------------------------------
 def _qr_forward(a, full_matrices):
     q, r = array_module(a).linalg.qr(a, mode="complete" if full_matrices else "reduced")
     return q, r
 
 
-QR = def_primitive("Qr", _qr_forward, num_outputs=2)
+def _qr_grad(op, gq, gr):
+    """Square and deep: Ā = Q(R̄ + tril(QᵀQ̄ - Q̄ᵀQ + RR̄ᵀ - R̄Rᵀ) R⁻ᵀ) + (Q̄ - QQᵀQ̄) R⁻ᵀ;
+    wide [X | Y] = Q [U | V]: X's gradient from the square rule with Q̄ + Y V̄ᵀ, Y's Q V̄."""
+    q, r = op.outputs
+    m, n = op.input_shape()[-2:]
+    if m >= n:
+        if op.get_attr("full_matrices") and m > n:
+            raise NotImplementedError(
+                f"The gradient of linalg.qr with full_matrices=True is defined for M <= N only "
+                f"(got {m}x{n}): Q's extra columns are arbitrary. Use full_matrices=False.")
+        return _qr_grad_deep(q, r, gq, gr)
+    (a,) = op.inputs
+    y = a[..., :, m:]
+    gu, gvv = gr[..., :, :m], gr[..., :, m:]
+    gx = _qr_grad_deep(q, r[..., :, :m], gq + matmul(y, gvv, transpose_b=True), gu)
+    return concat([gx, matmul(q, gvv)], axis=-1)
+
+
+QR = def_primitive("Qr", _qr_forward, num_outputs=2, grad=_qr_grad, saves=("inputs", "outputs"))
 
 
 def qr(input, full_matrices=False, name=None):  # noqa: A002
@@ -253,32 +270,20 @@ def _qr_grad_deep(q, r, gq, gr):
     return part_a + part_b
 
 
-@register_gradient("Qr", saves=("inputs", "outputs"))
-def _qr_grad(op, gq, gr):
-    """Square and deep: Ā = Q(R̄ + tril(QᵀQ̄ - Q̄ᵀQ + RR̄ᵀ - R̄Rᵀ) R⁻ᵀ) + (Q̄ - QQᵀQ̄) R⁻ᵀ;
-    wide [X | Y] = Q [U | V]: X's gradient from the square rule with Q̄ + Y V̄ᵀ, Y's Q V̄."""
-    q, r = op.outputs
-    m, n = op.input_shape()[-2:]
-    if m >= n:
-        if op.get_attr("full_matrices") and m > n:
-            raise NotImplementedError(
-                f"The gradient of linalg.qr with full_matrices=True is defined for M <= N only "
-                f"(got {m}x{n}): Q's extra columns are arbitrary. Use full_matrices=False.")
-        return _qr_grad_deep(q, r, gq, gr)
-    (a,) = op.inputs
-    y = a[..., :, m:]
-    gu, gvv = gr[..., :, :m], gr[..., :, m:]
-    gx = _qr_grad_deep(q, r[..., :, :m], gq + matmul(y, gvv, transpose_b=True), gu)
-    return concat([gx, matmul(q, gvv)], axis=-1)
-
-
 # --- log-determinant with its sign --------------------------------------------------------------------
 def _slogdet_forward(a):
     sign, logabs = array_module(a).linalg.slogdet(a)
     return sign, logabs
 
 
-SLOGDET = def_primitive("LogMatrixDeterminant", _slogdet_forward, num_outputs=2)
+def _slogdet_grad(op, gsign, glog):
+    """d log|det A| = tr(A⁻¹ dA): Ā = ḡ A⁻ᵀ; the sign is piecewise constant (no gradient)."""
+    (a,) = op.inputs
+    return expand_dims(expand_dims(glog, -1), -1) * _t(inv(a))
+
+
+SLOGDET = def_primitive("LogMatrixDeterminant", _slogdet_forward, num_outputs=2,
+                        grad=_slogdet_grad, saves="inputs")
 
 
 def slogdet(input, name=None):  # noqa: A002
@@ -294,33 +299,11 @@ def logdet(matrix, name=None):
     return slogdet(matrix)[1]
 
 
-@register_gradient("LogMatrixDeterminant", saves="inputs")
-def _slogdet_grad(op, gsign, glog):
-    """d log|det A| = tr(A⁻¹ dA): Ā = ḡ A⁻ᵀ; the sign is piecewise constant (no gradient)."""
-    (a,) = op.inputs
-    return expand_dims(expand_dims(glog, -1), -1) * _t(inv(a))
-
-
 # --- pseudo-inverse -----------------------------------------------------------------------------------
 def _pinv_forward(a, rcond):
     return array_module(a).linalg.pinv(a, rcond=rcond)
 
 
-PINV = def_primitive("MatrixPinv", _pinv_forward)
-
-
-def pinv(a, rcond=None, validate_args=False, name=None):
-    """The Moore-Penrose pseudo-inverse of [..., M, N]: singular values below ``rcond`` times
-    the largest count as zero (default 10 max(M, N) eps, as TensorFlow)."""
-    a = as_tensor(a)
-    if a._value.ndim < 2:
-        raise ValueError(f"linalg.pinv needs a tensor of rank >= 2; got shape {tuple(a._value.shape)}")
-    if rcond is None:
-        rcond = 10.0 * max(a._value.shape[-2:]) * float(np.finfo(a._value.dtype).eps)
-    return apply(PINV, (a,), {"rcond": float(rcond)})
-
-
-@register_gradient("MatrixPinv", saves=("inputs", "outputs"))
 def _pinv_grad(op, g):
     """Golub & Pereyra (1973), at constant rank, X = A⁺:
     Ā = -Xᵀ Ḡ Xᵀ + (I - A X) Ḡᵀ X Xᵀ + Xᵀ X Ḡᵀ (I - X A).
@@ -332,6 +315,20 @@ def _pinv_grad(op, g):
     term2 = matmul(gt - matmul(a, matmul(x, gt)), matmul(x, x, transpose_b=True))
     term3 = matmul(matmul(x, x, transpose_a=True), gt - matmul(matmul(gt, x), a))
     return term1 + term2 + term3
+
+
+PINV = def_primitive("MatrixPinv", _pinv_forward, grad=_pinv_grad, saves=("inputs", "outputs"))
+
+
+def pinv(a, rcond=None, validate_args=False, name=None):
+    """The Moore-Penrose pseudo-inverse of [..., M, N]: singular values below ``rcond`` times
+    the largest count as zero (default 10 max(M, N) eps, as TensorFlow)."""
+    a = as_tensor(a)
+    if a._value.ndim < 2:
+        raise ValueError(f"linalg.pinv needs a tensor of rank >= 2; got shape {tuple(a._value.shape)}")
+    if rcond is None:
+        rcond = 10.0 * max(a._value.shape[-2:]) * float(np.finfo(a._value.dtype).eps)
+    return apply(PINV, (a,), {"rcond": float(rcond)})
 
 
 # --- solves composed from the primitives above ---------------------------------------------------

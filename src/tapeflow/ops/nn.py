@@ -9,7 +9,7 @@ from .. import backend
 from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.context import context
 from ..core.dispatch import apply
-from ..core.registry import NotDifferentiable, def_primitive, register_gradient
+from ..core.registry import def_primitive
 from ..core.tensor import Tensor
 from ._util import array_module, as_tensor, binary_operands, one_axis
 from .arithmetic import greater_equal, less, logical_or, maximum
@@ -39,8 +39,23 @@ def _log_softmax_forward(x, axis):
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
 
 
-SOFTMAX = def_primitive("Softmax", _softmax_forward)
-LOG_SOFTMAX = def_primitive("LogSoftmax", _log_softmax_forward)
+def _softmax_grad(op, g):
+    (y,) = op.outputs
+    axis = op.get_attr("axis")
+    return y * (g - reduce_sum(g * y, axis=axis, keepdims=True))
+
+
+SOFTMAX = def_primitive("Softmax", _softmax_forward, grad=_softmax_grad, saves="outputs")
+
+
+def _log_softmax_grad(op, g):
+    (y,) = op.outputs
+    axis = op.get_attr("axis")
+    return g - exp(y) * reduce_sum(g, axis=axis, keepdims=True)
+
+
+LOG_SOFTMAX = def_primitive("LogSoftmax", _log_softmax_forward,
+                            grad=_log_softmax_grad, saves="outputs")
 
 
 @dispatches_symbols("nn.softmax")
@@ -57,24 +72,17 @@ def log_softmax(logits, axis=-1, name=None):
     return apply(LOG_SOFTMAX, (logits,), {"axis": axis})
 
 
-@register_gradient("Softmax", saves="outputs")
-def _softmax_grad(op, g):
-    (y,) = op.outputs
-    axis = op.get_attr("axis")
-    return y * (g - reduce_sum(g * y, axis=axis, keepdims=True))
-
-
-@register_gradient("LogSoftmax", saves="outputs")
-def _log_softmax_grad(op, g):
-    (y,) = op.outputs
-    axis = op.get_attr("axis")
-    return g - exp(y) * reduce_sum(g, axis=axis, keepdims=True)
+def _sigmoid_xent_grad(op, g):
+    z, x = op.inputs
+    needs = op.needs_input_grad
+    return (-g * x if needs[0] else None), g * (sigmoid(x) - z)
 
 
 SIGMOID_XENT = def_primitive(
     "SigmoidCrossEntropyWithLogits",
     lambda z, x: (array_module(x).maximum(x, 0) - x * z
-                  + array_module(x).log1p(array_module(x).exp(-array_module(x).abs(x)))).astype(x.dtype))
+                  + array_module(x).log1p(array_module(x).exp(-array_module(x).abs(x)))).astype(x.dtype),
+    grad=_sigmoid_xent_grad, saves="inputs")
 
 
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
@@ -84,13 +92,6 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
         raise ValueError(f"labels {tuple(labels._value.shape)} and logits "
                          f"{tuple(logits._value.shape)} must have the same shape")
     return apply(SIGMOID_XENT, (labels, logits))
-
-
-@register_gradient("SigmoidCrossEntropyWithLogits", saves="inputs")
-def _sigmoid_xent_grad(op, g):
-    z, x = op.inputs
-    needs = op.needs_input_grad
-    return (-g * x if needs[0] else None), g * (sigmoid(x) - z)
 
 
 def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
@@ -133,8 +134,8 @@ def _checked_class_indices(v, *, depth):
 
 
 # The check as an op of a traced graph: the labels pass through, or it raises when it runs.
-CHECK_CLASS_INDICES = def_primitive("CheckClassIndices", _checked_class_indices)
-NotDifferentiable("CheckClassIndices")  # class indices: nothing to differentiate
+CHECK_CLASS_INDICES = def_primitive("CheckClassIndices", _checked_class_indices,
+                                    not_differentiable=True)  # class indices
 
 
 @dispatches_symbols("nn.l2_loss")

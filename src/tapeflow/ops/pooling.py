@@ -19,7 +19,7 @@ size, so one traced graph fits every batch.
 import numpy as np
 
 from ..core.dispatch import apply
-from ..core.registry import def_primitive, register_gradient
+from ..core.registry import def_primitive
 from ._util import array_module, as_tensor
 from .shape import reshape
 from .window_args import check_format, check_output, explicit_pads, fold_batch, from_nhwc, \
@@ -102,44 +102,49 @@ def _avg_pool_grad_forward(dy, input_hw, ksize, strides, pads):
     return unstack_windows(parts, input_hw, ksize, strides, (1, 1), pads)
 
 
-MAX_POOL = def_primitive("MaxPool", _max_pool_forward)
-MAX_POOL_GRAD = def_primitive("MaxPoolGrad", _max_pool_grad_forward)
-MAX_POOL_GRAD_GRAD = def_primitive("MaxPoolGradGrad", _max_pool_grad_grad_forward)
-AVG_POOL = def_primitive("AvgPool", _avg_pool_forward)
-AVG_POOL_GRAD = def_primitive("AvgPoolGrad", _avg_pool_grad_forward)
-
-
 def _pool_attrs(op):
     return {k: op.get_attr(k) for k in ("ksize", "strides", "pads")}
 
 
-@register_gradient("MaxPool", saves="inputs")
 def _max_pool_grad(op, g):
     (x,) = op.inputs
     return apply(MAX_POOL_GRAD, (x, g), _pool_attrs(op))
 
 
-@register_gradient("MaxPoolGrad", saves="inputs")
+MAX_POOL = def_primitive("MaxPool", _max_pool_forward, grad=_max_pool_grad, saves="inputs")
+
+
 def _max_pool_grad_grad(op, g):
     x, _ = op.inputs  # piecewise constant in x: which element is each window's maximum
     return None, apply(MAX_POOL_GRAD_GRAD, (x, g), _pool_attrs(op))
 
 
-@register_gradient("MaxPoolGradGrad", saves="inputs")
+MAX_POOL_GRAD = def_primitive("MaxPoolGrad", _max_pool_grad_forward,
+                              grad=_max_pool_grad_grad, saves="inputs")
+
+
 def _max_pool_grad_grad_grad(op, g):
     x, _ = op.inputs
     return None, apply(MAX_POOL_GRAD, (x, g), _pool_attrs(op))
 
 
-@register_gradient("AvgPool")
+MAX_POOL_GRAD_GRAD = def_primitive("MaxPoolGradGrad", _max_pool_grad_grad_forward,
+                                   grad=_max_pool_grad_grad_grad, saves="inputs")
+
+
 def _avg_pool_grad(op, g):
     input_hw = tuple(op.input_shape(0)[-3:-1])
     return apply(AVG_POOL_GRAD, (g,), {"input_hw": input_hw, **_pool_attrs(op)})
 
 
-@register_gradient("AvgPoolGrad")
+AVG_POOL = def_primitive("AvgPool", _avg_pool_forward, grad=_avg_pool_grad)
+
+
 def _avg_pool_grad_grad(op, g):
     return apply(AVG_POOL, (g,), _pool_attrs(op))
+
+
+AVG_POOL_GRAD = def_primitive("AvgPoolGrad", _avg_pool_grad_forward, grad=_avg_pool_grad_grad)
 
 
 # =================================================================================================

@@ -22,7 +22,7 @@ import numpy as np
 from .. import backend
 from ..core.context import context, RandomState
 from ..core.dispatch import apply
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import def_primitive
 from ..core.tensor import Tensor, convert_to_tensor
 from ..dtypes import numpy_dtype
 from . import philox
@@ -99,14 +99,15 @@ def _truncated_normal_kernel(*like, shape, mean, stddev, dtype, seed):
     return _on_device((z * stddev + mean).astype(dtype), like)
 
 
-NORMAL = def_primitive("RandomStandardNormal", _normal_kernel, stateful=True)
-UNIFORM = def_primitive("RandomUniform", _uniform_kernel, stateful=True)
-TRUNCATED_NORMAL = def_primitive("TruncatedNormal", _truncated_normal_kernel, stateful=True)
-SHUFFLE = def_primitive("RandomShuffle", _shuffle_kernel, stateful=True)
-NotDifferentiable("RandomStandardNormal")  # draws: nothing to differentiate (TensorFlow's too)
-NotDifferentiable("RandomUniform")
-NotDifferentiable("TruncatedNormal")
-NotDifferentiable("RandomShuffle")  # as TensorFlow's: the order is a draw
+# Draws: nothing to differentiate (TensorFlow's too; for a shuffle, the order is a draw).
+NORMAL = def_primitive("RandomStandardNormal", _normal_kernel, stateful=True,
+                       not_differentiable=True)
+UNIFORM = def_primitive("RandomUniform", _uniform_kernel, stateful=True,
+                        not_differentiable=True)
+TRUNCATED_NORMAL = def_primitive("TruncatedNormal", _truncated_normal_kernel, stateful=True,
+                                 not_differentiable=True)
+SHUFFLE = def_primitive("RandomShuffle", _shuffle_kernel, stateful=True,
+                        not_differentiable=True)
 
 
 def _normal_array(rng, shape, mean, stddev, dtype):
@@ -198,8 +199,8 @@ def _categorical_kernel(logits, *, num_samples, dtype, seed):
     return backend.to_device(np.argmax(host[:, None, :] + gumbel, axis=-1).astype(dtype), logits)
 
 
-CATEGORICAL = def_primitive("Multinomial", _categorical_kernel, stateful=True)
-NotDifferentiable("Multinomial")  # a draw of class indices: nothing to differentiate
+CATEGORICAL = def_primitive("Multinomial", _categorical_kernel, stateful=True,
+                            not_differentiable=True)  # a draw of class indices
 
 
 def categorical(logits, num_samples, dtype=None, seed=None, name=None):

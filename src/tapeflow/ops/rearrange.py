@@ -8,7 +8,7 @@ import numpy as np
 
 from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
-from ..core.registry import def_primitive, register_gradient
+from ..core.registry import def_primitive
 from ..core.tensor import Tensor
 from ._util import array_module, as_tensor, module_of, norm_axes, on_device_of
 from .shape import SCATTER, broadcast_to, gather, getitem, reshape, where
@@ -17,7 +17,13 @@ __all__ = ["roll", "repeat", "meshgrid", "matrix_diag", "matrix_diag_part"]
 
 
 # --- roll -----------------------------------------------------------------------------------------
-ROLL = def_primitive("Roll", lambda x, shift, axes: array_module(x).roll(x, shift, axes))
+def _roll_grad(op, g):
+    return apply(ROLL, (g,), {"shift": tuple(-s for s in op.get_attr("shift")),
+                              "axes": op.get_attr("axes")})
+
+
+ROLL = def_primitive("Roll", lambda x, shift, axes: array_module(x).roll(x, shift, axes),
+                     grad=_roll_grad)
 
 
 @dispatches_symbols("roll")
@@ -33,12 +39,6 @@ def roll(input, shift, axis, name=None):  # noqa: A002 - TensorFlow's name
     ndim = input._value.ndim
     axes = [norm_axes(a, ndim)[0] for a in axes]
     return apply(ROLL, (input,), {"shift": tuple(shifts), "axes": tuple(axes)})
-
-
-@register_gradient("Roll")
-def _roll_grad(op, g):
-    return apply(ROLL, (g,), {"shift": tuple(-s for s in op.get_attr("shift")),
-                              "axes": op.get_attr("axes")})
 
 
 def _host(value):

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
-from ..core.registry import Inline, NotDifferentiable, def_primitive, register_gradient
+from ..core.registry import Inline, def_primitive
 
 from ..core.tensor import Tensor
 from ._util import array_module, as_tensor, lead_shape, module_of, norm_axes, one_axis
@@ -33,11 +33,12 @@ def _kept_shape(in_shape, axes):
     return tuple(1 if (i - n) in axes else d for i, d in enumerate(in_shape))
 
 
-def _reduction(opname, fn):
+def _reduction(opname, fn, **declaration):
+    """Declare a reduction over ``axes``; ``declaration`` is def_primitive's gradient and kernel."""
     def forward(x, axes, keepdims):
         return fn(array_module(x), x, axes, keepdims)
     forward.__qualname__ = f"{opname}.forward"
-    return def_primitive(opname, forward)
+    return def_primitive(opname, forward, **declaration)
 
 
 def _sum(xp, x, axes, keepdims):
@@ -64,10 +65,6 @@ def _mean(xp, x, axes, keepdims):
     if x.dtype.itemsize < 4:  # float16 cannot even hold a count above 65504
         return (total.astype(np.float32) / np.float32(count)).astype(x.dtype)
     return (total / x.dtype.type(count)).astype(x.dtype, copy=False)
-
-
-SUM = _reduction("Sum", _sum)
-MEAN = _reduction("Mean", _mean)
 
 
 def _mean_kernel(in_types, attrs):
@@ -97,14 +94,118 @@ def _mean_kernel(in_types, attrs):
 _NP_FLOATS = {"float32": "np.float32", "float64": "np.float64"}
 
 
-MEAN.specialize = _mean_kernel
-MAX = _reduction("Max", lambda xp, x, a, k: x.max(axis=a, keepdims=k))
-MIN = _reduction("Min", lambda xp, x, a, k: x.min(axis=a, keepdims=k))
-PROD = _reduction("Prod", lambda xp, x, a, k: x.prod(axis=a, keepdims=k, dtype=x.dtype))
-ANY = _reduction("Any", lambda xp, x, a, k: xp.any(x, axis=a, keepdims=k))
-ALL = _reduction("All", lambda xp, x, a, k: xp.all(x, axis=a, keepdims=k))
-NotDifferentiable("Any")
-NotDifferentiable("All")
+def _restore_reduced(op, t):
+    """A reduction's result (or cotangent) reshaped so it broadcasts over the input again."""
+    lead = lead_shape(t, len(op.output_shape()))
+    return shape_ops.reshape(t, lead + _kept_shape(op.input_shape(), op.get_attr("axes")))
+
+
+def _spread_forward(g, out_shape, kept, shape, scale):
+    lead = g.shape[:g.ndim - len(out_shape)]
+    if out_shape != kept:
+        g = g.reshape(lead + kept)
+    if scale != 1.0:
+        g = g * g.dtype.type(scale)
+    if math.prod(shape) * math.prod(lead) > 4096:
+        return array_module(g).broadcast_to(g, lead + shape)  # a view of a large cotangent
+    out = array_module(g).empty(lead + shape, dtype=g.dtype)
+    out[...] = g
+    return out
+
+
+def _spread_grad(op, gg):
+    out_shape, kept, shape = op.get_attr("out_shape"), op.get_attr("kept"), op.get_attr("shape")
+    n = len(shape)
+    axes = [i - n for i, (k, d) in enumerate(zip(kept, shape)) if k != d]
+    total = reduce_sum(gg, axis=axes, keepdims=True) if axes else gg
+    total = shape_ops.reshape(total, lead_shape(gg, n) + out_shape)
+    scale = op.get_attr("scale")
+    return total * scale if scale != 1.0 else total
+
+
+# The gradient of Sum and Mean as one op: the cotangent reshaped to keep the reduced axes,
+# scaled (by 1/count for a mean) and broadcast over the input's shape.
+SPREAD = def_primitive("SpreadReduced", _spread_forward, grad=_spread_grad)
+
+
+def _spread(op, g, scale=1.0):
+    """The cotangent of a sum (times ``scale``): ``g`` broadcast back over the reduced axes."""
+    shape = tuple(op.input_shape())
+    return apply(SPREAD, (g,), {"out_shape": tuple(op.output_shape()),
+                                "kept": _kept_shape(shape, op.get_attr("axes")),
+                                "shape": shape, "scale": scale})
+
+
+def _sum_grad(op, g):
+    return _spread(op, g)
+
+
+def _mean_grad(op, g):
+    count = math.prod(op.input_shape()) // max(math.prod(op.output_shape()), 1)
+    return _spread(op, g, 1.0 / max(count, 1))
+
+
+def _extremum_grad(op, g):
+    # As TensorFlow: the cotangent is shared equally between tied extreme elements.
+    (x,) = op.inputs
+    (y,) = op.outputs
+    hit = shape_ops.cast(arithmetic_ops.equal(x, _restore_reduced(op, y)), g._value.dtype)
+    count = reduce_sum(hit, axis=op.get_attr("axes"), keepdims=True)
+    return _restore_reduced(op, g) * hit / count
+
+
+def _prod_grad(op, g):
+    # d prod / d x_j is the product of the other elements (see _products_of_others).
+    (x,) = op.inputs
+    axes = op.get_attr("axes")
+    n = len(op.in_shapes[0])
+    axes = tuple(range(-n, 0)) if axes is None else axes
+    kept = [a for a in range(-n, 0) if a not in axes]
+    perm = [a + n for a in kept] + [a + n for a in axes]
+    xt = shape_ops.transpose(x, perm)
+    others = _products_of_others(shape_ops.reshape(xt, xt._value.shape[:len(kept)] + (-1,)))
+    others = shape_ops.transpose(shape_ops.reshape(others, xt._value.shape), [int(i) for i in np.argsort(perm)])
+    return _restore_reduced(op, g) * others
+
+
+_BLOCK = 64
+
+
+def _products_of_others(flat):
+    """For each element along the last axis, the product of all the others.
+
+    No division, so zeros are exact, and built from Prod itself, so it can be
+    differentiated again to any order.  Up to _BLOCK elements: a Prod of a
+    K x K array with the element masked to 1.  Longer: blocks of _BLOCK, each
+    element's product-of-others within its block times its block's
+    product-of-others among the block products (recursively), O(K * _BLOCK).
+    """
+    k = flat._value.shape[-1]
+    if k <= _BLOCK:
+        off_diagonal = Tensor(~module_of(flat._value).eye(k, dtype=bool))
+        return reduce_prod(shape_ops.where(off_diagonal, shape_ops.expand_dims(flat, -2), 1.0), axis=-1)
+    nblocks = -(-k // _BLOCK)
+    lead = flat._value.shape[:-1]
+    padding = [[0, 0]] * len(lead) + [[0, nblocks * _BLOCK - k]]
+    blocks = shape_ops.reshape(shape_ops.pad(flat, padding, constant_values=1.0), lead + (nblocks, _BLOCK))
+    within = _products_of_others(blocks)
+    between = _products_of_others(reduce_prod(blocks, axis=-1))
+    whole = shape_ops.reshape(within * shape_ops.expand_dims(between, -1), lead + (nblocks * _BLOCK,))
+    return whole[..., :k]
+
+
+SUM = _reduction("Sum", _sum, grad=_sum_grad)
+MEAN = _reduction("Mean", _mean, grad=_mean_grad, specialize=_mean_kernel)
+MAX = _reduction("Max", lambda xp, x, a, k: x.max(axis=a, keepdims=k),
+                 grad=_extremum_grad, saves=("inputs", "outputs"))
+MIN = _reduction("Min", lambda xp, x, a, k: x.min(axis=a, keepdims=k),
+                 grad=_extremum_grad, saves=("inputs", "outputs"))
+PROD = _reduction("Prod", lambda xp, x, a, k: x.prod(axis=a, keepdims=k, dtype=x.dtype),
+                  grad=_prod_grad, saves="inputs")
+ANY = _reduction("Any", lambda xp, x, a, k: xp.any(x, axis=a, keepdims=k),
+                 not_differentiable=True)
+ALL = _reduction("All", lambda xp, x, a, k: xp.all(x, axis=a, keepdims=k),
+                 not_differentiable=True)
 
 
 def _reduce(op, input_tensor, axis, keepdims):
@@ -148,114 +249,6 @@ def reduce_any(input_tensor, axis=None, keepdims=False, name=None):
 @dispatches_symbols("math.reduce_all")
 def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
     return _reduce(ALL, input_tensor, axis, keepdims)
-
-
-def _restore_reduced(op, t):
-    """A reduction's result (or cotangent) reshaped so it broadcasts over the input again."""
-    lead = lead_shape(t, len(op.output_shape()))
-    return shape_ops.reshape(t, lead + _kept_shape(op.input_shape(), op.get_attr("axes")))
-
-
-def _spread_forward(g, out_shape, kept, shape, scale):
-    lead = g.shape[:g.ndim - len(out_shape)]
-    if out_shape != kept:
-        g = g.reshape(lead + kept)
-    if scale != 1.0:
-        g = g * g.dtype.type(scale)
-    if math.prod(shape) * math.prod(lead) > 4096:
-        return array_module(g).broadcast_to(g, lead + shape)  # a view of a large cotangent
-    out = array_module(g).empty(lead + shape, dtype=g.dtype)
-    out[...] = g
-    return out
-
-
-# The gradient of Sum and Mean as one op: the cotangent reshaped to keep the reduced axes,
-# scaled (by 1/count for a mean) and broadcast over the input's shape.
-SPREAD = def_primitive("SpreadReduced", _spread_forward)
-
-
-def _spread(op, g, scale=1.0):
-    """The cotangent of a sum (times ``scale``): ``g`` broadcast back over the reduced axes."""
-    shape = tuple(op.input_shape())
-    return apply(SPREAD, (g,), {"out_shape": tuple(op.output_shape()),
-                                "kept": _kept_shape(shape, op.get_attr("axes")),
-                                "shape": shape, "scale": scale})
-
-
-@register_gradient("SpreadReduced")
-def _spread_grad(op, gg):
-    out_shape, kept, shape = op.get_attr("out_shape"), op.get_attr("kept"), op.get_attr("shape")
-    n = len(shape)
-    axes = [i - n for i, (k, d) in enumerate(zip(kept, shape)) if k != d]
-    total = reduce_sum(gg, axis=axes, keepdims=True) if axes else gg
-    total = shape_ops.reshape(total, lead_shape(gg, n) + out_shape)
-    scale = op.get_attr("scale")
-    return total * scale if scale != 1.0 else total
-
-
-@register_gradient("Sum")
-def _sum_grad(op, g):
-    return _spread(op, g)
-
-
-@register_gradient("Mean")
-def _mean_grad(op, g):
-    count = math.prod(op.input_shape()) // max(math.prod(op.output_shape()), 1)
-    return _spread(op, g, 1.0 / max(count, 1))
-
-
-def _extremum_grad(op, g):
-    # As TensorFlow: the cotangent is shared equally between tied extreme elements.
-    (x,) = op.inputs
-    (y,) = op.outputs
-    hit = shape_ops.cast(arithmetic_ops.equal(x, _restore_reduced(op, y)), g._value.dtype)
-    count = reduce_sum(hit, axis=op.get_attr("axes"), keepdims=True)
-    return _restore_reduced(op, g) * hit / count
-
-
-register_gradient("Max", saves=("inputs", "outputs"))(_extremum_grad)
-register_gradient("Min", saves=("inputs", "outputs"))(_extremum_grad)
-
-
-@register_gradient("Prod", saves="inputs")
-def _prod_grad(op, g):
-    # d prod / d x_j is the product of the other elements (see _products_of_others).
-    (x,) = op.inputs
-    axes = op.get_attr("axes")
-    n = len(op.in_shapes[0])
-    axes = tuple(range(-n, 0)) if axes is None else axes
-    kept = [a for a in range(-n, 0) if a not in axes]
-    perm = [a + n for a in kept] + [a + n for a in axes]
-    xt = shape_ops.transpose(x, perm)
-    others = _products_of_others(shape_ops.reshape(xt, xt._value.shape[:len(kept)] + (-1,)))
-    others = shape_ops.transpose(shape_ops.reshape(others, xt._value.shape), [int(i) for i in np.argsort(perm)])
-    return _restore_reduced(op, g) * others
-
-
-_BLOCK = 64
-
-
-def _products_of_others(flat):
-    """For each element along the last axis, the product of all the others.
-
-    No division, so zeros are exact, and built from Prod itself, so it can be
-    differentiated again to any order.  Up to _BLOCK elements: a Prod of a
-    K x K array with the element masked to 1.  Longer: blocks of _BLOCK, each
-    element's product-of-others within its block times its block's
-    product-of-others among the block products (recursively), O(K * _BLOCK).
-    """
-    k = flat._value.shape[-1]
-    if k <= _BLOCK:
-        off_diagonal = Tensor(~module_of(flat._value).eye(k, dtype=bool))
-        return reduce_prod(shape_ops.where(off_diagonal, shape_ops.expand_dims(flat, -2), 1.0), axis=-1)
-    nblocks = -(-k // _BLOCK)
-    lead = flat._value.shape[:-1]
-    padding = [[0, 0]] * len(lead) + [[0, nblocks * _BLOCK - k]]
-    blocks = shape_ops.reshape(shape_ops.pad(flat, padding, constant_values=1.0), lead + (nblocks, _BLOCK))
-    within = _products_of_others(blocks)
-    between = _products_of_others(reduce_prod(blocks, axis=-1))
-    whole = shape_ops.reshape(within * shape_ops.expand_dims(between, -1), lead + (nblocks * _BLOCK,))
-    return whole[..., :k]
 
 
 @dispatches_symbols("math.reduce_logsumexp")
@@ -311,8 +304,11 @@ def _arg(fn):
     return forward
 
 
-ARGMAX = def_primitive("ArgMax", _arg(lambda xp, x, a: xp.argmax(x, axis=a)))
-ARGMIN = def_primitive("ArgMin", _arg(lambda xp, x, a: xp.argmin(x, axis=a)))
+_INTEGER_RESULT = "an integer result: never recorded, so no rule"
+ARGMAX = def_primitive("ArgMax", _arg(lambda xp, x, a: xp.argmax(x, axis=a)),
+                       no_gradient=_INTEGER_RESULT)
+ARGMIN = def_primitive("ArgMin", _arg(lambda xp, x, a: xp.argmin(x, axis=a)),
+                       no_gradient=_INTEGER_RESULT)
 
 
 @dispatches_symbols("math.argmax")
@@ -350,10 +346,23 @@ def _cumulative(x, axis, exclusive, reverse, kind):
     return out
 
 
+def _cumsum_grad(op, g):
+    return cumsum(g, axis=op.get_attr("axis"), exclusive=op.get_attr("exclusive"),
+                  reverse=not op.get_attr("reverse"))
+
+
+def _cumprod_grad(op, g):
+    # TensorFlow's rule (divides by x, so it is nan where x == 0, as there)
+    (x,) = op.inputs
+    (y,) = op.outputs
+    axis, exclusive, reverse = (op.get_attr(k) for k in ("axis", "exclusive", "reverse"))
+    return cumsum(g * y, axis=axis, exclusive=exclusive, reverse=not reverse) / x
+
+
 CUMSUM = def_primitive("Cumsum", lambda x, axis, exclusive, reverse: _cumulative(
-    x, axis, exclusive, reverse, "sum"))
+    x, axis, exclusive, reverse, "sum"), grad=_cumsum_grad)
 CUMPROD = def_primitive("Cumprod", lambda x, axis, exclusive, reverse: _cumulative(
-    x, axis, exclusive, reverse, "prod"))
+    x, axis, exclusive, reverse, "prod"), grad=_cumprod_grad, saves=("inputs", "outputs"))
 
 
 @dispatches_symbols("math.cumsum")
@@ -369,17 +378,3 @@ def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
     axis = one_axis(axis, x._value.ndim, "cumprod")
     return apply(CUMPROD, (x,), {"axis": axis, "exclusive": bool(exclusive), "reverse": bool(reverse)})
 
-
-@register_gradient("Cumsum")
-def _cumsum_grad(op, g):
-    return cumsum(g, axis=op.get_attr("axis"), exclusive=op.get_attr("exclusive"),
-                  reverse=not op.get_attr("reverse"))
-
-
-@register_gradient("Cumprod", saves=("inputs", "outputs"))
-def _cumprod_grad(op, g):
-    # TensorFlow's rule (divides by x, so it is nan where x == 0, as there)
-    (x,) = op.inputs
-    (y,) = op.outputs
-    axis, exclusive, reverse = (op.get_attr(k) for k in ("axis", "exclusive", "reverse"))
-    return cumsum(g * y, axis=axis, exclusive=exclusive, reverse=not reverse) / x

@@ -19,7 +19,7 @@ import numpy as np
 from .. import backend
 from ..core.context import context
 from ..core.dispatch import apply
-from ..core.registry import def_primitive, register_gradient
+from ..core.registry import def_primitive
 from ..core.tape import GradientTape
 from .creation import zeros_like
 from .elementwise import identity, sigmoid, tanh
@@ -190,11 +190,10 @@ def _unpack(ins, attrs):
 
 _SEQUENCES, _GRADS = {}, {}
 for _kind, _name in _NAMES.items():
-    _SEQUENCES[_kind] = def_primitive(f"{_name}Sequence", _sequence_forward, num_outputs=None)
-    _GRADS[_kind] = def_primitive(f"{_name}SequenceGrad", _sequence_backward, num_outputs=None)
-    register_gradient(f"{_name}Sequence", saves=("inputs", "outputs"))(
-        _per_row(_sequence_grad))
-    register_gradient(f"{_name}SequenceGrad", saves="inputs")(_sequence_grad_grad)
+    _SEQUENCES[_kind] = def_primitive(f"{_name}Sequence", _sequence_forward, num_outputs=None,
+                                      grad=_per_row(_sequence_grad), saves=("inputs", "outputs"))
+    _GRADS[_kind] = def_primitive(f"{_name}SequenceGrad", _sequence_backward, num_outputs=None,
+                                  grad=_sequence_grad_grad, saves="inputs")
 
 
 def recurrent_sequence(kind, projected, recurrent_kernel, recurrent_bias=None,

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..backend import to_host
 from ..core.dispatch import apply
-from ..core.registry import def_primitive, register_gradient
+from ..core.registry import def_primitive
 from ..core.tensor import Tensor
 from ._util import array_module, as_tensor, on_device_of
 from .arithmetic import equal, logical_and, maximum
@@ -56,9 +56,50 @@ def _segment_forward(kind):
     return forward
 
 
-SEGMENT_SUM = def_primitive("SegmentSum", _segment_forward("sum"))
-SEGMENT_MAX = def_primitive("SegmentMax", _segment_forward("max"))
-SEGMENT_MIN = def_primitive("SegmentMin", _segment_forward("min"))
+# --- gradients ----------------------------------------------------------------------------------
+def _gather_segments(t, ids, tail_ndim):
+    """``t[..., ids, :, ...]``: row ``ids`` of the segment axis (``tail_ndim`` axes from the right
+    end of it), with 0 for a negative id; works whatever leading axes ``t`` has."""
+    tail = (slice(None),) * tail_ndim
+    dropped = ids < 0
+    if not dropped.any():
+        return t[(Ellipsis, ids) + tail]
+    xp = array_module(ids)
+    gathered = t[(Ellipsis, xp.maximum(ids, 0)) + tail]
+    keep = Tensor(~dropped.reshape(ids.shape + (1,) * tail_ndim))
+    return where(keep, gathered, 0.0)
+
+
+def _tail_ndim(op):
+    return len(op.input_shape()) - op.get_attr("ids").ndim
+
+
+def _segment_extremum_grad(op, g):
+    # As TensorFlow's _UnsortedSegmentMinOrMaxGrad: the elements equal to their segment's
+    # extreme share the segment's cotangent equally; the others get 0.
+    (data,) = op.inputs
+    (out,) = op.outputs
+    ids = op.get_attr("ids")
+    tail = _tail_ndim(op)
+    chosen = equal(data, _gather_segments(out, ids, tail))
+    if (ids < 0).any():
+        chosen = logical_and(chosen, Tensor((ids >= 0).reshape(ids.shape + (1,) * tail)))
+    dtype = g._value.dtype
+    count = apply(SEGMENT_SUM, (cast(chosen, dtype),), {
+        "ids": ids, "num_segments": op.get_attr("num_segments"), "fill": None})
+    share = g / maximum(count, 1.0)  # never 0/0 in an empty segment, which nothing reads
+    return where(chosen, _gather_segments(share, ids, tail), 0.0)
+
+
+def _segment_sum_grad(op, g):
+    return _gather_segments(g, op.get_attr("ids"), _tail_ndim(op))
+
+
+SEGMENT_SUM = def_primitive("SegmentSum", _segment_forward("sum"), grad=_segment_sum_grad)
+SEGMENT_MAX = def_primitive("SegmentMax", _segment_forward("max"),
+                            grad=_segment_extremum_grad, saves=("inputs", "outputs"))
+SEGMENT_MIN = def_primitive("SegmentMin", _segment_forward("min"),
+                            grad=_segment_extremum_grad, saves=("inputs", "outputs"))
 
 
 # --- the public functions -------------------------------------------------------------------------
@@ -168,47 +209,3 @@ def _mean(data, ids, num_segments):
     if data._value.dtype.kind in "iu":  # TensorFlow's integer mean truncates toward zero
         return Tensor(xp.trunc(total._value / counts).astype(data._value.dtype))
     return total / Tensor(xp.asarray(counts, dtype=data._value.dtype))
-
-
-# --- gradients ----------------------------------------------------------------------------------
-def _gather_segments(t, ids, tail_ndim):
-    """``t[..., ids, :, ...]``: row ``ids`` of the segment axis (``tail_ndim`` axes from the right
-    end of it), with 0 for a negative id; works whatever leading axes ``t`` has."""
-    tail = (slice(None),) * tail_ndim
-    dropped = ids < 0
-    if not dropped.any():
-        return t[(Ellipsis, ids) + tail]
-    xp = array_module(ids)
-    gathered = t[(Ellipsis, xp.maximum(ids, 0)) + tail]
-    keep = Tensor(~dropped.reshape(ids.shape + (1,) * tail_ndim))
-    return where(keep, gathered, 0.0)
-
-
-def _tail_ndim(op):
-    return len(op.input_shape()) - op.get_attr("ids").ndim
-
-
-@register_gradient("SegmentSum")
-def _segment_sum_grad(op, g):
-    return _gather_segments(g, op.get_attr("ids"), _tail_ndim(op))
-
-
-def _segment_extremum_grad(op, g):
-    # As TensorFlow's _UnsortedSegmentMinOrMaxGrad: the elements equal to their segment's
-    # extreme share the segment's cotangent equally; the others get 0.
-    (data,) = op.inputs
-    (out,) = op.outputs
-    ids = op.get_attr("ids")
-    tail = _tail_ndim(op)
-    chosen = equal(data, _gather_segments(out, ids, tail))
-    if (ids < 0).any():
-        chosen = logical_and(chosen, Tensor((ids >= 0).reshape(ids.shape + (1,) * tail)))
-    dtype = g._value.dtype
-    count = apply(SEGMENT_SUM, (cast(chosen, dtype),), {
-        "ids": ids, "num_segments": op.get_attr("num_segments"), "fill": None})
-    share = g / maximum(count, 1.0)  # never 0/0 in an empty segment, which nothing reads
-    return where(chosen, _gather_segments(share, ids, tail), 0.0)
-
-
-register_gradient("SegmentMax", saves=("inputs", "outputs"))(_segment_extremum_grad)
-register_gradient("SegmentMin", saves=("inputs", "outputs"))(_segment_extremum_grad)

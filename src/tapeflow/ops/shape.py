@@ -10,7 +10,7 @@ import numpy as np
 from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.backprop import unbroadcast
 from ..core.dispatch import apply
-from ..core.registry import NotDifferentiable, def_primitive, register_gradient
+from ..core.registry import def_primitive
 from ..core.tensor import Tensor, convert_to_tensor, lift
 from ..dtypes import numpy_dtype
 from ._util import (
@@ -28,7 +28,11 @@ __all__ = [
 
 
 # --- reshape ----------------------------------------------------------------------------------
-RESHAPE = def_primitive("Reshape", lambda x, shape: x.reshape(shape))
+def _reshape_grad(op, g):
+    return reshape(g, lead_shape(g, len(op.get_attr("shape"))) + tuple(op.input_shape()))
+
+
+RESHAPE = def_primitive("Reshape", lambda x, shape: x.reshape(shape), grad=_reshape_grad)
 
 
 @dispatches_symbols("reshape")
@@ -53,13 +57,16 @@ def reshape(tensor, shape, name=None):
     return apply(RESHAPE, (tensor,), {"shape": shape})
 
 
-@register_gradient("Reshape")
-def _reshape_grad(op, g):
-    return reshape(g, lead_shape(g, len(op.get_attr("shape"))) + tuple(op.input_shape()))
-
-
 # --- transpose --------------------------------------------------------------------------------
-TRANSPOSE = def_primitive("Transpose", lambda x, perm: array_module(x).transpose(x, perm))
+def _transpose_grad(op, g):
+    perm = op.get_attr("perm")
+    nb = len(lead_shape(g, len(perm)))
+    inverse = tuple(int(i) for i in np.argsort(perm))
+    return transpose(g, tuple(range(nb)) + tuple(nb + i for i in inverse))
+
+
+TRANSPOSE = def_primitive("Transpose", lambda x, perm: array_module(x).transpose(x, perm),
+                          grad=_transpose_grad)
 
 
 @dispatches_symbols("transpose")
@@ -74,14 +81,6 @@ def transpose(a, perm=None, conjugate=False, name=None):
     if perm == tuple(range(n)):
         return a
     return apply(TRANSPOSE, (a,), {"perm": perm})
-
-
-@register_gradient("Transpose")
-def _transpose_grad(op, g):
-    perm = op.get_attr("perm")
-    nb = len(lead_shape(g, len(perm)))
-    inverse = tuple(int(i) for i in np.argsort(perm))
-    return transpose(g, tuple(range(nb)) + tuple(nb + i for i in inverse))
 
 
 def matrix_transpose(a, name=None):
@@ -133,7 +132,19 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
 
 
 # --- concat, stack, split ----------------------------------------------------------------------
-CONCAT = def_primitive("ConcatV2", lambda *xs, axis: array_module(*xs).concatenate(xs, axis=axis))
+def _concat_grad(op, g):
+    axis = op.get_attr("axis")  # negative
+    tail = (slice(None),) * (-axis - 1)
+    grads, start = [], 0
+    for shape in op.in_shapes:
+        stop = start + shape[axis]
+        grads.append(g[(Ellipsis, slice(start, stop)) + tail])
+        start = stop
+    return grads
+
+
+CONCAT = def_primitive("ConcatV2", lambda *xs, axis: array_module(*xs).concatenate(xs, axis=axis),
+                       grad=_concat_grad)
 
 
 @dispatches_symbols("concat")
@@ -167,18 +178,6 @@ def _same_dtype(opname, values):
     return out
 
 
-@register_gradient("ConcatV2")
-def _concat_grad(op, g):
-    axis = op.get_attr("axis")  # negative
-    tail = (slice(None),) * (-axis - 1)
-    grads, start = [], 0
-    for shape in op.in_shapes:
-        stop = start + shape[axis]
-        grads.append(g[(Ellipsis, slice(start, stop)) + tail])
-        start = stop
-    return grads
-
-
 @dispatches_symbols("stack")
 def stack(values, axis=0, name=None):
     values = _same_dtype("stack", values)
@@ -203,14 +202,14 @@ def _unpack_forward(x, axis, num):
     return tuple(x[(Ellipsis, i) + tail] for i in range(num))
 
 
-UNPACK = def_primitive("Unpack", _unpack_forward, num_outputs=None)  # num outputs
-
-
-@register_gradient("Unpack")
 def _unpack_grad(op, *grads):
     axis = op.get_attr("axis")
     tail = (slice(None),) * (-axis - 1)
     return concat([g[(Ellipsis, None) + tail] for g in grads], axis)
+
+
+UNPACK = def_primitive("Unpack", _unpack_forward, num_outputs=None,  # num outputs
+                       grad=_unpack_grad)
 
 
 @dispatches_symbols("unstack")
@@ -288,8 +287,23 @@ def _scatter(g, index, shape, nb):
     return out
 
 
-GETITEM = def_primitive("StridedSlice", _take)
-SCATTER = def_primitive("StridedSliceGrad", _scatter)
+def _getitem_grad(op, g):
+    nb0 = op.get_attr("nb")
+    nb = len(lead_shape(g, len(op.out_shapes[0]))) + nb0
+    return apply(SCATTER, (g,), {"index": op.get_attr("index"),
+                                 "shape": tuple(op.in_shapes[0][nb0:]), "nb": nb})
+
+
+GETITEM = def_primitive("StridedSlice", _take, grad=_getitem_grad)
+
+
+def _scatter_grad(op, g):
+    nb0 = op.get_attr("nb")
+    nb = len(lead_shape(g, len(op.out_shapes[0]))) + nb0
+    return apply(GETITEM, (g,), {"index": op.get_attr("index"), "nb": nb})
+
+
+SCATTER = def_primitive("StridedSliceGrad", _scatter, grad=_scatter_grad)
 
 
 def getitem(tensor, index):
@@ -319,21 +333,6 @@ def _array_index(index, like):
             item = int(item)
         out.append(item)
     return tuple(out)
-
-
-@register_gradient("StridedSlice")
-def _getitem_grad(op, g):
-    nb0 = op.get_attr("nb")
-    nb = len(lead_shape(g, len(op.out_shapes[0]))) + nb0
-    return apply(SCATTER, (g,), {"index": op.get_attr("index"),
-                                 "shape": tuple(op.in_shapes[0][nb0:]), "nb": nb})
-
-
-@register_gradient("StridedSliceGrad")
-def _scatter_grad(op, g):
-    nb0 = op.get_attr("nb")
-    nb = len(lead_shape(g, len(op.out_shapes[0]))) + nb0
-    return apply(GETITEM, (g,), {"index": op.get_attr("index"), "nb": nb})
 
 
 # --- gather: the indices are an input ------------------------------------------------------------
@@ -388,20 +387,21 @@ def _scatter_add_forward(updates, indices, axis, size):
     return out
 
 
-GATHER = def_primitive("GatherV2", _gather_forward)
-SCATTER_ADD = def_primitive("ScatterAdd", _scatter_add_forward)
-
-
-@register_gradient("GatherV2", saves="inputs")
 def _gather_grad(op, g):
     axis = op.get_attr("axis")
     return apply(SCATTER_ADD, (g, op.inputs[1]), {"axis": axis, "size": op.in_shapes[0][axis]}), \
         None
 
 
-@register_gradient("ScatterAdd", saves="inputs")
+GATHER = def_primitive("GatherV2", _gather_forward, grad=_gather_grad, saves="inputs")
+
+
 def _scatter_add_grad(op, g):
     return apply(GATHER, (g, op.inputs[1]), {"axis": op.get_attr("axis")}), None
+
+
+SCATTER_ADD = def_primitive("ScatterAdd", _scatter_add_forward,
+                            grad=_scatter_add_grad, saves="inputs")
 
 
 @dispatches_symbols("gather")
@@ -434,8 +434,14 @@ def boolean_mask(tensor, mask, axis=0, name=None):
 
 
 # --- pad, tile, broadcast_to, reverse -------------------------------------------------------------
+def _pad_grad(op, g):
+    shape = op.in_shapes[0]
+    index = tuple(slice(a, a + d) for (a, _), d in zip(op.get_attr("paddings"), shape))
+    return g[(Ellipsis,) + index]
+
+
 PAD = def_primitive("PadV2", lambda x, paddings, constant_values: array_module(x).pad(
-    x, paddings, mode="constant", constant_values=constant_values))
+    x, paddings, mode="constant", constant_values=constant_values), grad=_pad_grad)
 
 
 @dispatches_symbols("pad")
@@ -451,24 +457,6 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
                                   "constant_values": tensor._value.dtype.type(value)})
 
 
-@register_gradient("PadV2")
-def _pad_grad(op, g):
-    shape = op.in_shapes[0]
-    index = tuple(slice(a, a + d) for (a, _), d in zip(op.get_attr("paddings"), shape))
-    return g[(Ellipsis,) + index]
-
-
-TILE = def_primitive("Tile", lambda x, multiples: array_module(x).tile(x, multiples))
-
-
-@dispatches_symbols("tile")
-def tile(input, multiples, name=None):  # noqa: A002
-    input = as_tensor(input)
-    multiples = tuple(int(m) for m in np.asarray(multiples).tolist())
-    return apply(TILE, (input,), {"multiples": multiples})
-
-
-@register_gradient("Tile")
 def _tile_grad(op, g):
     shape = op.in_shapes[0]
     multiples = op.get_attr("multiples")
@@ -481,6 +469,17 @@ def _tile_grad(op, g):
     return reshape(summed, lead + tuple(shape))
 
 
+TILE = def_primitive("Tile", lambda x, multiples: array_module(x).tile(x, multiples),
+                     grad=_tile_grad)
+
+
+@dispatches_symbols("tile")
+def tile(input, multiples, name=None):  # noqa: A002
+    input = as_tensor(input)
+    multiples = tuple(int(m) for m in np.asarray(multiples).tolist())
+    return apply(TILE, (input,), {"multiples": multiples})
+
+
 def _broadcast_to_forward(x, shape):
     xp = array_module(x)
     if math.prod(shape) > 4096:
@@ -490,7 +489,11 @@ def _broadcast_to_forward(x, shape):
     return out
 
 
-BROADCAST_TO = def_primitive("BroadcastTo", _broadcast_to_forward)
+def _broadcast_to_grad(op, g):
+    return g  # the tape sums a cotangent back to the input's shape
+
+
+BROADCAST_TO = def_primitive("BroadcastTo", _broadcast_to_forward, grad=_broadcast_to_grad)
 
 
 @dispatches_symbols("broadcast_to")
@@ -502,12 +505,12 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
     return apply(BROADCAST_TO, (input,), {"shape": shape})
 
 
-@register_gradient("BroadcastTo")
-def _broadcast_to_grad(op, g):
-    return g  # the tape sums a cotangent back to the input's shape
+def _reverse_grad(op, g):
+    return apply(REVERSE, (g,), {"axes": op.get_attr("axes")})
 
 
-REVERSE = def_primitive("ReverseV2", lambda x, axes: array_module(x).flip(x, axes))
+REVERSE = def_primitive("ReverseV2", lambda x, axes: array_module(x).flip(x, axes),
+                        grad=_reverse_grad)
 
 
 @dispatches_symbols("reverse")
@@ -516,14 +519,14 @@ def reverse(tensor, axis, name=None):
     return apply(REVERSE, (tensor,), {"axes": norm_axes(axis, tensor._value.ndim)})
 
 
-@register_gradient("ReverseV2")
-def _reverse_grad(op, g):
-    return apply(REVERSE, (g,), {"axes": op.get_attr("axes")})
-
-
 # --- where (select) -------------------------------------------------------------------------------
-# the module of any operand: a branch may be a numpy scalar (the gradient's zero) beside device data
-SELECT = def_primitive("SelectV2", lambda c, x, y: array_module(c, x, y).where(c, x, y))
+def _select_grad(op, g):
+    c = op.inputs[0]
+    needs = op.needs_input_grad
+    zero = Tensor(g._value.dtype.type(0))  # a scalar: any array module takes it
+    return (None,
+            where(c, g, zero) if needs[1] else None,
+            where(c, zero, g) if needs[2] else None)
 
 
 def _select_kernel(in_types, attrs):
@@ -534,7 +537,9 @@ def _select_kernel(in_types, attrs):
     return lambda c, x, y: x if c else y
 
 
-SELECT.specialize = _select_kernel
+# the module of any operand: a branch may be a numpy scalar (the gradient's zero) beside device data
+SELECT = def_primitive("SelectV2", lambda c, x, y: array_module(c, x, y).where(c, x, y),
+                       grad=_select_grad, saves="inputs", specialize=_select_kernel)
 
 
 @dispatches_symbols("where")
@@ -553,18 +558,14 @@ def where(condition, x=None, y=None, name=None):
     return apply(SELECT, (condition, x, y))
 
 
-@register_gradient("SelectV2", saves="inputs")
-def _select_grad(op, g):
-    c = op.inputs[0]
-    needs = op.needs_input_grad
-    zero = Tensor(g._value.dtype.type(0))  # a scalar: any array module takes it
-    return (None,
-            where(c, g, zero) if needs[1] else None,
-            where(c, zero, g) if needs[2] else None)
-
-
 # --- cast ---------------------------------------------------------------------------------------------
-CAST = def_primitive("Cast", lambda x, dtype: x.astype(dtype))
+def _cast_grad(op, g):
+    if op.in_dtypes[0].kind not in "fc":
+        return None
+    return cast(g, op.in_dtypes[0])
+
+
+CAST = def_primitive("Cast", lambda x, dtype: x.astype(dtype), grad=_cast_grad)
 
 
 @dispatches_symbols("cast")
@@ -574,13 +575,6 @@ def cast(x, dtype, name=None):
     if x._value.dtype == dtype:
         return x
     return apply(CAST, (x,), {"dtype": dtype})
-
-
-@register_gradient("Cast")
-def _cast_grad(op, g):
-    if op.in_dtypes[0].kind not in "fc":
-        return None
-    return cast(g, op.in_dtypes[0])
 
 
 # --- shape queries (plain int32 tensors) --------------------------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
-from ..core.registry import NotDifferentiable, def_primitive, register_gradient
+from ..core.registry import def_primitive
 from ..core.tensor import Tensor
 from ..dtypes import numpy_dtype
 from ._util import array_module, as_tensor, one_axis
@@ -40,7 +40,8 @@ def _argsort_forward(x, axis, descending):
     return (n - 1 - xp.flip(order, axis)).astype(np.int32)
 
 
-ARGSORT = def_primitive("ArgSort", _argsort_forward)
+ARGSORT = def_primitive("ArgSort", _argsort_forward,
+                        no_gradient="an integer result: never recorded, so no rule")
 
 
 def _checked(values, axis, direction, opname):
@@ -85,7 +86,8 @@ def _searchsorted_forward(seq, vals, side, dtype):
 
 # TensorFlow's LowerBound / UpperBound as one integer-valued op (never recorded, as ArgSort);
 # both inputs are operands, so a traced graph searches each call's data.
-SEARCHSORTED = def_primitive("SearchSorted", _searchsorted_forward)
+SEARCHSORTED = def_primitive("SearchSorted", _searchsorted_forward,
+                             no_gradient="an integer result: never recorded, so no rule")
 
 
 def searchsorted(sorted_sequence, values, side="left", out_type=np.int32, name=None):
@@ -131,28 +133,33 @@ def _scatter_add_along_last_axis(updates, indices, size):
     return out.reshape(updates.shape[:-1] + (size,))
 
 
-TOP_K = def_primitive("TopKV2", _top_k_forward, num_outputs=2)
-TAKE_ALONG_LAST_AXIS = def_primitive("TakeAlongLastAxis", _take_along_last_axis)
-SCATTER_ADD_ALONG_LAST_AXIS = def_primitive("ScatterAddAlongLastAxis",
-                                            _scatter_add_along_last_axis)
-
-
-@register_gradient("TopKV2", saves="outputs")
 def _top_k_grad(op, g_values, g_indices):
     indices = op.outputs[1]
     return apply(SCATTER_ADD_ALONG_LAST_AXIS, (g_values, indices),
                  {"size": op.in_shapes[0][-1]})
 
 
-@register_gradient("ScatterAddAlongLastAxis", saves="inputs")
+TOP_K = def_primitive("TopKV2", _top_k_forward, num_outputs=2, grad=_top_k_grad,
+                      saves="outputs")
+
+
+def _take_along_last_axis_grad(op, g):
+    return apply(SCATTER_ADD_ALONG_LAST_AXIS, (g, op.inputs[1]),
+                 {"size": op.in_shapes[0][-1]}), None
+
+
+TAKE_ALONG_LAST_AXIS = def_primitive("TakeAlongLastAxis", _take_along_last_axis,
+                                     grad=_take_along_last_axis_grad, saves="inputs")
+
+
 def _scatter_add_along_last_axis_grad(op, g):
     return apply(TAKE_ALONG_LAST_AXIS, (g, op.inputs[1])), None
 
 
-@register_gradient("TakeAlongLastAxis", saves="inputs")
-def _take_along_last_axis_grad(op, g):
-    return apply(SCATTER_ADD_ALONG_LAST_AXIS, (g, op.inputs[1]),
-                 {"size": op.in_shapes[0][-1]}), None
+SCATTER_ADD_ALONG_LAST_AXIS = def_primitive("ScatterAddAlongLastAxis",
+                                            _scatter_add_along_last_axis,
+                                            grad=_scatter_add_along_last_axis_grad,
+                                            saves="inputs")
 
 
 def _static_k(k, opname):
@@ -195,8 +202,7 @@ def _in_top_k_forward(targets, predictions, k):
     return valid & finite & (larger < k)
 
 
-IN_TOP_K = def_primitive("InTopKV2", _in_top_k_forward)
-NotDifferentiable("InTopKV2")  # a boolean result: nothing to differentiate
+IN_TOP_K = def_primitive("InTopKV2", _in_top_k_forward, not_differentiable=True)  # a boolean result
 
 
 def in_top_k(targets, predictions, k, name=None):

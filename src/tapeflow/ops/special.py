@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
-from ..core.registry import NotDifferentiable, def_primitive, register_gradient
+from ..core.registry import def_primitive
 from ._util import array_module, as_tensor, binary_operands
 from .arithmetic import not_equal
 from .elementwise import sinh, sqrt
@@ -60,11 +60,59 @@ def _xdivy(xp, x, y):
     return xp.where(x == 0, 0, x / y)
 
 
-DIV_NO_NAN = def_primitive("DivNoNan", _guarded(_div_no_nan))
-MUL_NO_NAN = def_primitive("MulNoNan", _guarded(_mul_no_nan))
-XLOGY = def_primitive("Xlogy", _guarded(_xlogy))
-XLOG1PY = def_primitive("Xlog1py", _guarded(_xlog1py))
-XDIVY = def_primitive("Xdivy", _guarded(_xdivy))
+def _div_no_nan_grad(op, g):
+    # TensorFlow's: both partials are themselves div_no_nan, so they are 0 where y == 0.
+    x, y = op.inputs
+    needs = op.needs_input_grad
+    gx = divide_no_nan(g, y) if needs[0] else None
+    gy = g * divide_no_nan(divide_no_nan(-x, y), y) if needs[1] else None
+    return gx, gy
+
+
+DIV_NO_NAN = def_primitive("DivNoNan", _guarded(_div_no_nan), grad=_div_no_nan_grad,
+                           saves="inputs")
+
+
+def _mul_no_nan_grad(op, g):
+    x, y = op.inputs
+    needs = op.needs_input_grad
+    return (multiply_no_nan(g, y) if needs[0] else None,
+            multiply_no_nan(x, g) if needs[1] else None)
+
+
+MUL_NO_NAN = def_primitive("MulNoNan", _guarded(_mul_no_nan), grad=_mul_no_nan_grad,
+                           saves="inputs")
+
+
+# TensorFlow's rules: the x-partial is 0 where x == 0 (the op is the constant 0 there, not x log y).
+def _xlogy_grad(op, g):
+    x, y = op.inputs
+    needs = op.needs_input_grad
+    return (g * xlogy(_nonzero(x), y) if needs[0] else None,
+            g * xdivy(x, y) if needs[1] else None)
+
+
+XLOGY = def_primitive("Xlogy", _guarded(_xlogy), grad=_xlogy_grad, saves="inputs")
+
+
+def _xlog1py_grad(op, g):
+    x, y = op.inputs
+    needs = op.needs_input_grad
+    return (g * xlog1py(_nonzero(x), y) if needs[0] else None,
+            g * xdivy(x, y + 1.0) if needs[1] else None)
+
+
+XLOG1PY = def_primitive("Xlog1py", _guarded(_xlog1py), grad=_xlog1py_grad, saves="inputs")
+
+
+def _xdivy_grad(op, g):
+    x, y = op.inputs
+    needs = op.needs_input_grad
+    return (g * xdivy(_nonzero(x), y) if needs[0] else None,
+            g * xdivy(-x, y * y) if needs[1] else None)
+
+
+XDIVY = def_primitive("Xdivy", _guarded(_xdivy), grad=_xdivy_grad, saves="inputs")
 
 
 # --- divide_no_nan, multiply_no_nan ---------------------------------------------------------
@@ -77,24 +125,6 @@ def divide_no_nan(x, y, name=None):
 def multiply_no_nan(x, y, name=None):
     """``x * y``, and 0 wherever ``y`` is 0 (even where ``x`` is inf or nan)."""
     return apply(MUL_NO_NAN, _float_operands("multiply_no_nan", x, y))
-
-
-@register_gradient("DivNoNan", saves="inputs")
-def _div_no_nan_grad(op, g):
-    # TensorFlow's: both partials are themselves div_no_nan, so they are 0 where y == 0.
-    x, y = op.inputs
-    needs = op.needs_input_grad
-    gx = divide_no_nan(g, y) if needs[0] else None
-    gy = g * divide_no_nan(divide_no_nan(-x, y), y) if needs[1] else None
-    return gx, gy
-
-
-@register_gradient("MulNoNan", saves="inputs")
-def _mul_no_nan_grad(op, g):
-    x, y = op.inputs
-    needs = op.needs_input_grad
-    return (multiply_no_nan(g, y) if needs[0] else None,
-            multiply_no_nan(x, g) if needs[1] else None)
 
 
 # --- xlogy, xlog1py, xdivy --------------------------------------------------------------------
@@ -119,33 +149,16 @@ def _nonzero(x):
     return cast(not_equal(x, 0.0), x._value.dtype)
 
 
-# TensorFlow's rules: the x-partial is 0 where x == 0 (the op is the constant 0 there, not x log y).
-@register_gradient("Xlogy", saves="inputs")
-def _xlogy_grad(op, g):
-    x, y = op.inputs
-    needs = op.needs_input_grad
-    return (g * xlogy(_nonzero(x), y) if needs[0] else None,
-            g * xdivy(x, y) if needs[1] else None)
-
-
-@register_gradient("Xlog1py", saves="inputs")
-def _xlog1py_grad(op, g):
-    x, y = op.inputs
-    needs = op.needs_input_grad
-    return (g * xlog1py(_nonzero(x), y) if needs[0] else None,
-            g * xdivy(x, y + 1.0) if needs[1] else None)
-
-
-@register_gradient("Xdivy", saves="inputs")
-def _xdivy_grad(op, g):
-    x, y = op.inputs
-    needs = op.needs_input_grad
-    return (g * xdivy(_nonzero(x), y) if needs[0] else None,
-            g * xdivy(-x, y * y) if needs[1] else None)
-
-
 # --- atan2, acosh -------------------------------------------------------------------------------
-ATAN2 = def_primitive("Atan2", lambda y, x: array_module(y, x).arctan2(y, x))
+def _atan2_grad(op, g):
+    y, x = op.inputs
+    scale = g / (x * x + y * y)
+    needs = op.needs_input_grad
+    return (scale * x if needs[0] else None), (-scale * y if needs[1] else None)
+
+
+ATAN2 = def_primitive("Atan2", lambda y, x: array_module(y, x).arctan2(y, x),
+                      grad=_atan2_grad, saves="inputs")
 
 
 @dispatches_symbols("math.atan2")
@@ -154,17 +167,9 @@ def atan2(y, x, name=None):
     return apply(ATAN2, _float_operands("atan2", y, x))
 
 
-@register_gradient("Atan2", saves="inputs")
-def _atan2_grad(op, g):
-    y, x = op.inputs
-    scale = g / (x * x + y * y)
-    needs = op.needs_input_grad
-    return (scale * x if needs[0] else None), (-scale * y if needs[1] else None)
-
-
 # --- nextafter: the next representable float; TensorFlow registers no gradient for NextAfter ----
-NEXTAFTER = def_primitive("NextAfter", lambda x1, x2: array_module(x1, x2).nextafter(x1, x2))
-NotDifferentiable("NextAfter")
+NEXTAFTER = def_primitive("NextAfter", lambda x1, x2: array_module(x1, x2).nextafter(x1, x2),
+                          not_differentiable=True)
 
 
 def nextafter(x1, x2, name=None):
@@ -181,7 +186,12 @@ def _acosh_forward(x):
         return array_module(x).arccosh(x)
 
 
-ACOSH = def_primitive("Acosh", _acosh_forward)
+def _acosh_grad(op, g):
+    (y,) = op.outputs  # d acosh(x) / dx = 1 / sinh(acosh(x))
+    return g / sinh(y)
+
+
+ACOSH = def_primitive("Acosh", _acosh_forward, grad=_acosh_grad, saves="outputs")
 
 
 @dispatches_symbols("math.acosh")
@@ -192,12 +202,6 @@ def acosh(x, name=None):
         raise TypeError(f"Acosh takes a floating-point tensor, not {x._value.dtype.name} "
                         f"(use tf.cast)")
     return apply(ACOSH, (x,))
-
-
-@register_gradient("Acosh", saves="outputs")
-def _acosh_grad(op, g):
-    (y,) = op.outputs  # d acosh(x) / dx = 1 / sinh(acosh(x))
-    return g / sinh(y)
 
 
 # --- reduce_euclidean_norm ------------------------------------------------------------------------

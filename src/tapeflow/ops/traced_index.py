@@ -15,7 +15,7 @@ import numpy as np
 from ..backend import array_module, is_array, to_host
 from ..core.context import context
 from ..core.dispatch import apply
-from ..core.registry import def_primitive, register_gradient
+from ..core.registry import def_primitive
 from ..core.tensor import Tensor, convert_to_tensor
 from .arithmetic import add, less, multiply
 from .shape import cast, gather, getitem as static_getitem
@@ -137,11 +137,6 @@ def _zeros(x, axis, length):
     return array_module(x).zeros(shape, x.dtype)
 
 
-DYNAMIC_SLICE = def_primitive("DynamicSlice", _dynamic_slice)
-DYNAMIC_SLICE_GRAD = def_primitive("DynamicSliceGrad", _dynamic_slice_grad_forward)
-
-
-@register_gradient("DynamicSlice", saves="inputs")
 def _dynamic_slice_grad(op, g):
     _, start, stop = op.inputs
     axis = op.get_attr("axis")
@@ -150,13 +145,20 @@ def _dynamic_slice_grad(op, g):
         None, None
 
 
-@register_gradient("DynamicSliceGrad", saves="inputs")
+DYNAMIC_SLICE = def_primitive("DynamicSlice", _dynamic_slice,
+                              grad=_dynamic_slice_grad, saves="inputs")
+
+
 def _dynamic_slice_grad_grad(op, g):
     _, start, stop = op.inputs
     axis = op.get_attr("axis")
     length = op.in_shapes[0][axis]
     return apply(DYNAMIC_SLICE, (g, start, stop),
                  {"axis": axis, "step": op.get_attr("step"), "length": length}), None, None
+
+
+DYNAMIC_SLICE_GRAD = def_primitive("DynamicSliceGrad", _dynamic_slice_grad_forward,
+                                   grad=_dynamic_slice_grad_grad, saves="inputs")
 
 
 def _slice(x, axis, start, stop, step):

@@ -1,10 +1,24 @@
 """Adagrad: per-element learning rates from the sum of squared gradients (Keras 3's formulas)."""
 from .. import backend
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import def_primitive
 from .base import Optimizer
 from .step_scalars import factor, number, on_host
 
 __all__ = ["Adagrad"]
+
+
+def _apply_adagrad(var, accumulator, grad, lr, *, epsilon):
+    """(new var, new accumulator)."""
+    squares = grad * grad
+    squares += accumulator
+    accumulator = squares
+    denominator = accumulator + epsilon
+    step = factor(number(lr, on_host(lr)), grad) * grad
+    sqrt = backend.array_module(grad).sqrt
+    # in place for arrays; a scalar variable's arithmetic gives numpy scalars, which have no buffer
+    step /= sqrt(denominator, out=denominator) if getattr(denominator, "ndim", 0) else \
+        sqrt(denominator)
+    return var - step, accumulator
 
 
 class Adagrad(Optimizer):
@@ -27,30 +41,16 @@ class Adagrad(Optimizer):
         for var in var_list:
             self.add_slot(var, "accumulator", self.initial_accumulator_value)
 
+    # The step as one op per variable, its kernel above the class: state, never differentiated.
+    APPLY_ADAGRAD = def_primitive("ApplyAdagrad", _apply_adagrad, num_outputs=2,
+                                  not_differentiable=True)
+
     def update_step(self, gradient, variable, learning_rate):
         accumulator = self.get_slot(variable, "accumulator")
-        self._apply_update(APPLY_ADAGRAD, (variable, accumulator, gradient, learning_rate),
+        self._apply_update(self.APPLY_ADAGRAD, (variable, accumulator, gradient, learning_rate),
                            {"epsilon": self.epsilon}, (variable, accumulator))
 
     def get_config(self):
         config = super().get_config()
         config.update(initial_accumulator_value=self.initial_accumulator_value, epsilon=self.epsilon)
         return config
-
-
-def _apply_adagrad(var, accumulator, grad, lr, *, epsilon):
-    """(new var, new accumulator)."""
-    squares = grad * grad
-    squares += accumulator
-    accumulator = squares
-    denominator = accumulator + epsilon
-    step = factor(number(lr, on_host(lr)), grad) * grad
-    sqrt = backend.array_module(grad).sqrt
-    # in place for arrays; a scalar variable's arithmetic gives numpy scalars, which have no buffer
-    step /= sqrt(denominator, out=denominator) if getattr(denominator, "ndim", 0) else \
-        sqrt(denominator)
-    return var - step, accumulator
-
-
-APPLY_ADAGRAD = def_primitive("ApplyAdagrad", _apply_adagrad, num_outputs=2)
-NotDifferentiable("ApplyAdagrad")  # an optimizer step: state, not a differentiable computation

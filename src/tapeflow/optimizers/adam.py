@@ -1,65 +1,11 @@
 """Adam, with the AMSGrad variant: Keras 3's formulas."""
 
 from .. import backend
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import def_primitive
 from .base import Optimizer
 from .step_scalars import factor, number, on_host, sqrt, step_number
 
 __all__ = ["Adam"]
-
-
-class Adam(Optimizer):
-    """Adam (Kingma and Ba), bias-corrected through the step size as Keras does.
-
-    Slots ``momentum`` (m) and ``velocity`` (v), and ``velocity_hat`` with
-    ``amsgrad``.  At step t (from 1)::
-
-        m += (g - m) * (1 - beta_1)
-        v += (g**2 - v) * (1 - beta_2)
-        v_hat = max(v_hat, v)                  # amsgrad only; then v_hat is used as v
-        alpha = lr * sqrt(1 - beta_2**t) / (1 - beta_1**t)
-        w -= m * alpha / (sqrt(v) + epsilon)
-
-    One ``ApplyAdam`` (``ApplyAdamWithAmsgrad``) op per variable, given ``iterations``
-    (t - 1): ``alpha`` is computed in its kernel, at the step it runs at.
-    """
-
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False,
-                 *, clipnorm=None, clipvalue=None, global_clipnorm=None, weight_decay=None, name=None):
-        super().__init__(learning_rate, clipnorm=clipnorm, clipvalue=clipvalue,
-                         global_clipnorm=global_clipnorm, weight_decay=weight_decay, name=name)
-        self.beta_1 = beta_1
-        self.beta_2 = beta_2
-        self.epsilon = epsilon
-        self.amsgrad = bool(amsgrad)
-
-    def build(self, var_list):
-        super().build(var_list)
-        for var in var_list:
-            self.add_slot(var, "momentum")
-            self.add_slot(var, "velocity")
-            if self.amsgrad:
-                self.add_slot(var, "velocity_hat")
-
-    def update_step(self, gradient, variable, learning_rate):
-        m = self.get_slot(variable, "momentum")
-        v = self.get_slot(variable, "velocity")
-        attrs = {"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon}
-        iterations = self._iterations
-        if self.amsgrad:
-            v_hat = self.get_slot(variable, "velocity_hat")
-            self._apply_update(APPLY_ADAM_AMSGRAD,
-                               (variable, m, v, v_hat, gradient, learning_rate, iterations),
-                               attrs, (variable, m, v, v_hat))
-        else:
-            self._apply_update(APPLY_ADAM, (variable, m, v, gradient, learning_rate, iterations),
-                               attrs, (variable, m, v))
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon,
-                      amsgrad=self.amsgrad)
-        return config
 
 
 def moments(m, v, gradient, beta_1, beta_2):
@@ -102,7 +48,61 @@ def _apply_adam_amsgrad(var, m, v, v_hat, grad, lr, iterations, *, beta_1, beta_
     return _adam_step(var, m, v_hat, _alpha(lr, iterations, beta_1, beta_2), epsilon), m, v, v_hat
 
 
-APPLY_ADAM = def_primitive("ApplyAdam", _apply_adam, num_outputs=3)
-APPLY_ADAM_AMSGRAD = def_primitive("ApplyAdamWithAmsgrad", _apply_adam_amsgrad, num_outputs=4)
-NotDifferentiable("ApplyAdam")  # an optimizer step: state, not a differentiable computation
-NotDifferentiable("ApplyAdamWithAmsgrad")
+class Adam(Optimizer):
+    """Adam (Kingma and Ba), bias-corrected through the step size as Keras does.
+
+    Slots ``momentum`` (m) and ``velocity`` (v), and ``velocity_hat`` with
+    ``amsgrad``.  At step t (from 1)::
+
+        m += (g - m) * (1 - beta_1)
+        v += (g**2 - v) * (1 - beta_2)
+        v_hat = max(v_hat, v)                  # amsgrad only; then v_hat is used as v
+        alpha = lr * sqrt(1 - beta_2**t) / (1 - beta_1**t)
+        w -= m * alpha / (sqrt(v) + epsilon)
+
+    One ``ApplyAdam`` (``ApplyAdamWithAmsgrad``) op per variable, given ``iterations``
+    (t - 1): ``alpha`` is computed in its kernel, at the step it runs at.
+    """
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False,
+                 *, clipnorm=None, clipvalue=None, global_clipnorm=None, weight_decay=None, name=None):
+        super().__init__(learning_rate, clipnorm=clipnorm, clipvalue=clipvalue,
+                         global_clipnorm=global_clipnorm, weight_decay=weight_decay, name=name)
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.amsgrad = bool(amsgrad)
+
+    def build(self, var_list):
+        super().build(var_list)
+        for var in var_list:
+            self.add_slot(var, "momentum")
+            self.add_slot(var, "velocity")
+            if self.amsgrad:
+                self.add_slot(var, "velocity_hat")
+
+    # The step as one op per variable, its kernel above the class: state, never differentiated.
+    APPLY_ADAM = def_primitive("ApplyAdam", _apply_adam, num_outputs=3, not_differentiable=True)
+    APPLY_ADAM_AMSGRAD = def_primitive("ApplyAdamWithAmsgrad", _apply_adam_amsgrad, num_outputs=4,
+                                       not_differentiable=True)
+
+    def update_step(self, gradient, variable, learning_rate):
+        m = self.get_slot(variable, "momentum")
+        v = self.get_slot(variable, "velocity")
+        attrs = {"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon}
+        iterations = self._iterations
+        if self.amsgrad:
+            v_hat = self.get_slot(variable, "velocity_hat")
+            self._apply_update(self.APPLY_ADAM_AMSGRAD,
+                               (variable, m, v, v_hat, gradient, learning_rate, iterations),
+                               attrs, (variable, m, v, v_hat))
+        else:
+            self._apply_update(self.APPLY_ADAM,
+                               (variable, m, v, gradient, learning_rate, iterations),
+                               attrs, (variable, m, v))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon,
+                      amsgrad=self.amsgrad)
+        return config

@@ -1,10 +1,22 @@
 """Adamax: Adam with the infinity norm of past gradients in place of their RMS (Keras 3's)."""
 from .. import backend
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import def_primitive
 from .base import Optimizer
 from .step_scalars import factor, number, on_host, step_number
 
 __all__ = ["Adamax"]
+
+
+def _apply_adamax(var, m, u, grad, lr, iterations, *, beta_1, beta_2, epsilon):
+    """(new var, m, u) at step ``iterations + 1``; the bias correction in host floats."""
+    xp = backend.array_module(var)
+    host = on_host(lr)
+    t = step_number(iterations, host)
+    m = m + (grad - m) * (1.0 - beta_1)
+    u = xp.maximum(u * beta_2, xp.abs(grad))
+    step = m * factor(number(lr, host) / (1.0 - beta_1 ** t), m)
+    step /= u + epsilon
+    return var - step, m, u
 
 
 class Adamax(Optimizer):
@@ -30,11 +42,15 @@ class Adamax(Optimizer):
             self.add_slot(var, "momentum")
             self.add_slot(var, "norm")
 
+    # The step as one op per variable, its kernel above the class: state, never differentiated.
+    APPLY_ADAMAX = def_primitive("ApplyAdaMax", _apply_adamax, num_outputs=3,
+                                 not_differentiable=True)
+
     def update_step(self, gradient, variable, learning_rate):
         m = self.get_slot(variable, "momentum")
         u = self.get_slot(variable, "norm")
         attrs = {"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon}
-        self._apply_update(APPLY_ADAMAX,
+        self._apply_update(self.APPLY_ADAMAX,
                            (variable, m, u, gradient, learning_rate, self._iterations), attrs,
                            (variable, m, u))
 
@@ -42,19 +58,3 @@ class Adamax(Optimizer):
         config = super().get_config()
         config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon)
         return config
-
-
-def _apply_adamax(var, m, u, grad, lr, iterations, *, beta_1, beta_2, epsilon):
-    """(new var, m, u) at step ``iterations + 1``; the bias correction in host floats."""
-    xp = backend.array_module(var)
-    host = on_host(lr)
-    t = step_number(iterations, host)
-    m = m + (grad - m) * (1.0 - beta_1)
-    u = xp.maximum(u * beta_2, xp.abs(grad))
-    step = m * factor(number(lr, host) / (1.0 - beta_1 ** t), m)
-    step /= u + epsilon
-    return var - step, m, u
-
-
-APPLY_ADAMAX = def_primitive("ApplyAdaMax", _apply_adamax, num_outputs=3)
-NotDifferentiable("ApplyAdaMax")  # an optimizer step: state, not a differentiable computation

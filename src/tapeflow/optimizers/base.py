@@ -65,7 +65,7 @@ from .. import backend
 from .. import replication
 from ..core.context import PER_THREAD, context
 from ..core.dispatch import apply as apply_op
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import def_primitive
 from ..core.tape import GradientTape
 from ..core.tensor import Tensor, Variable, convert_to_tensor
 from ..ops.arithmetic import maximum, multiply
@@ -612,8 +612,8 @@ def _global_norm_kernel(*grads):
     return xp.sqrt(sum(xp.vdot(g, g) for g in grads))
 
 
-GLOBAL_NORM = def_primitive("GlobalNorm", _global_norm_kernel)
-NotDifferentiable("GlobalNorm")  # used for clipping an optimizer step, which is not differentiated
+# used for clipping an optimizer step, which is not differentiated
+GLOBAL_NORM = def_primitive("GlobalNorm", _global_norm_kernel, not_differentiable=True)
 
 
 def _clip_by_norm(g, clipnorm):

@@ -1,9 +1,15 @@
 """Lion (Chen et al., 2023, "Symbolic Discovery of Optimization Algorithms"): Keras 3's."""
 from .. import backend
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import def_primitive
 from .base import Optimizer
 
 __all__ = ["Lion"]
+
+
+def _apply_lion(var, m, grad, lr, *, beta_1, beta_2):
+    """(new var, new m)."""
+    direction = backend.array_module(var).sign(m * beta_1 + grad * (1.0 - beta_1))
+    return var - direction * float(lr), m * beta_2 + grad * (1.0 - beta_2)
 
 
 class Lion(Optimizer):
@@ -30,22 +36,15 @@ class Lion(Optimizer):
         for var in var_list:
             self.add_slot(var, "momentum")
 
+    # The step as one op per variable, its kernel above the class: state, never differentiated.
+    APPLY_LION = def_primitive("ApplyLion", _apply_lion, num_outputs=2, not_differentiable=True)
+
     def update_step(self, gradient, variable, learning_rate):
         m = self.get_slot(variable, "momentum")
-        self._apply_update(APPLY_LION, (variable, m, gradient, learning_rate),
+        self._apply_update(self.APPLY_LION, (variable, m, gradient, learning_rate),
                            {"beta_1": self.beta_1, "beta_2": self.beta_2}, (variable, m))
 
     def get_config(self):
         config = super().get_config()
         config.update(beta_1=self.beta_1, beta_2=self.beta_2)
         return config
-
-
-def _apply_lion(var, m, grad, lr, *, beta_1, beta_2):
-    """(new var, new m)."""
-    direction = backend.array_module(var).sign(m * beta_1 + grad * (1.0 - beta_1))
-    return var - direction * float(lr), m * beta_2 + grad * (1.0 - beta_2)
-
-
-APPLY_LION = def_primitive("ApplyLion", _apply_lion, num_outputs=2)
-NotDifferentiable("ApplyLion")  # an optimizer step: state, not a differentiable computation

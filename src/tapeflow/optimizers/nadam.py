@@ -3,12 +3,46 @@ import numpy  # the host-side momentum product only
 
 from .. import backend
 from ..core.dispatch import apply
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import def_primitive
 from .adam import moments
 from .base import Optimizer
 from .step_scalars import factor, number, on_host, step_number
 
 __all__ = ["Nadam"]
+
+
+def _momentum_cache(beta_1, step):
+    return beta_1 * (1.0 - 0.5 * 0.96 ** step)
+
+
+def _momentum_product(u_product, iterations, *, beta_1):
+    """u_product * u_t at step t = iterations + 1, rounded to u_product's dtype."""
+    host = on_host(u_product)
+    u_t = _momentum_cache(beta_1, step_number(iterations, host))
+    # kept in the variables' dtype, so a restored checkpoint continues exactly
+    if host:
+        return numpy.asarray(u_product.dtype.type(float(u_product) * u_t))
+    return (u_product.astype(numpy.float64) * u_t).astype(u_product.dtype)
+
+
+def _apply_nadam(var, m, v, grad, lr, u_product, iterations, *, beta_1, beta_2, epsilon):
+    """(new var, m, v) at step t = iterations + 1; ``u_product`` already includes u_t."""
+    host = on_host(lr)
+    step = step_number(iterations, host)
+    u_t = _momentum_cache(beta_1, step)
+    u_next = _momentum_cache(beta_1, step + 1)
+    u_product = number(u_product, host)
+    m_weight = u_next / (1.0 - u_product * u_next)
+    g_weight = (1.0 - u_t) / (1.0 - u_product)
+    v_correction = 1.0 - beta_2 ** step
+    m, v = moments(m, v, grad, beta_1, beta_2)
+    m_hat = m * factor(m_weight, m)
+    m_hat += grad * factor(g_weight, grad)
+    denominator = backend.array_module(v).sqrt(v / factor(v_correction, v))
+    denominator += epsilon
+    m_hat *= factor(number(lr, host), m_hat)
+    m_hat /= denominator
+    return var - m_hat, m, v
 
 
 class Nadam(Optimizer):
@@ -48,8 +82,14 @@ class Nadam(Optimizer):
             self.add_slot(var, "momentum")
             self.add_slot(var, "velocity")
 
+    # The step's ops, their kernels above the class: the momentum product once per step, then
+    # one ApplyNadam per variable; state, never differentiated.
+    NADAM_MOMENTUM_PRODUCT = def_primitive("NadamMomentumProduct", _momentum_product,
+                                           not_differentiable=True)
+    APPLY_NADAM = def_primitive("ApplyNadam", _apply_nadam, num_outputs=3, not_differentiable=True)
+
     def _begin_step(self, iterations):
-        product = apply(NADAM_MOMENTUM_PRODUCT, (self._u_product, iterations),
+        product = apply(self.NADAM_MOMENTUM_PRODUCT, (self._u_product, iterations),
                         {"beta_1": self.beta_1})
         self._store(self._u_product, product)
         self._product = product
@@ -58,50 +98,11 @@ class Nadam(Optimizer):
         m = self.get_slot(variable, "momentum")
         v = self.get_slot(variable, "velocity")
         self._apply_update(
-            APPLY_NADAM, (variable, m, v, gradient, learning_rate, self._product, self._iterations),
+            self.APPLY_NADAM,
+            (variable, m, v, gradient, learning_rate, self._product, self._iterations),
             {"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon}, (variable, m, v))
 
     def get_config(self):
         config = super().get_config()
         config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon)
         return config
-
-
-def _momentum_cache(beta_1, step):
-    return beta_1 * (1.0 - 0.5 * 0.96 ** step)
-
-
-def _momentum_product(u_product, iterations, *, beta_1):
-    """u_product * u_t at step t = iterations + 1, rounded to u_product's dtype."""
-    host = on_host(u_product)
-    u_t = _momentum_cache(beta_1, step_number(iterations, host))
-    # kept in the variables' dtype, so a restored checkpoint continues exactly
-    if host:
-        return numpy.asarray(u_product.dtype.type(float(u_product) * u_t))
-    return (u_product.astype(numpy.float64) * u_t).astype(u_product.dtype)
-
-
-def _apply_nadam(var, m, v, grad, lr, u_product, iterations, *, beta_1, beta_2, epsilon):
-    """(new var, m, v) at step t = iterations + 1; ``u_product`` already includes u_t."""
-    host = on_host(lr)
-    step = step_number(iterations, host)
-    u_t = _momentum_cache(beta_1, step)
-    u_next = _momentum_cache(beta_1, step + 1)
-    u_product = number(u_product, host)
-    m_weight = u_next / (1.0 - u_product * u_next)
-    g_weight = (1.0 - u_t) / (1.0 - u_product)
-    v_correction = 1.0 - beta_2 ** step
-    m, v = moments(m, v, grad, beta_1, beta_2)
-    m_hat = m * factor(m_weight, m)
-    m_hat += grad * factor(g_weight, grad)
-    denominator = backend.array_module(v).sqrt(v / factor(v_correction, v))
-    denominator += epsilon
-    m_hat *= factor(number(lr, host), m_hat)
-    m_hat /= denominator
-    return var - m_hat, m, v
-
-
-NADAM_MOMENTUM_PRODUCT = def_primitive("NadamMomentumProduct", _momentum_product)
-APPLY_NADAM = def_primitive("ApplyNadam", _apply_nadam, num_outputs=3)
-NotDifferentiable("NadamMomentumProduct")  # optimizer state, not a differentiable computation
-NotDifferentiable("ApplyNadam")

@@ -1,11 +1,31 @@
 """RMSprop, plain, centered, and with momentum: Keras 3's formulas."""
 from .. import backend
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import def_primitive
 from ..core.tensor import Tensor
 from .base import Optimizer
 from .step_scalars import factor, number, on_host
 
 __all__ = ["RMSprop"]
+
+
+def _apply_rmsprop(var, velocity, mom, average, grad, lr, *, rho, momentum, epsilon, centered):
+    """(new var, velocity, momentum, average); the last two pass through when unused."""
+    velocity = velocity * rho
+    velocity += (1.0 - rho) * (grad * grad)
+    if centered:
+        average = average * rho
+        average += (1.0 - rho) * grad
+        denominator = velocity - average * average
+        denominator += epsilon
+    else:
+        denominator = velocity + epsilon
+    increment = factor(number(lr, on_host(lr)), grad) * grad
+    increment /= backend.array_module(grad).sqrt(denominator)
+    if momentum > 0:
+        mom = mom * momentum
+        mom += increment
+        increment = mom
+    return var - increment, velocity, mom, average
 
 
 class RMSprop(Optimizer):
@@ -38,6 +58,10 @@ class RMSprop(Optimizer):
             if self.centered:
                 self.add_slot(var, "average_gradient")
 
+    # The step as one op per variable, its kernel above the class: state, never differentiated.
+    APPLY_RMSPROP = def_primitive("ApplyRMSProp", _apply_rmsprop, num_outputs=4,
+                                  not_differentiable=True)
+
     def update_step(self, gradient, variable, learning_rate):
         velocity = self.get_slot(variable, "velocity")
         # the op always takes and gives the momentum and average slots; a 0-d placeholder
@@ -51,7 +75,7 @@ class RMSprop(Optimizer):
         if momentum is None or average is None:
             unused = Tensor(variable._value.dtype.type(0))
         self._apply_update(
-            APPLY_RMSPROP, (variable, velocity, unused if momentum is None else momentum,
+            self.APPLY_RMSPROP, (variable, velocity, unused if momentum is None else momentum,
                             unused if average is None else average, gradient, learning_rate),
             {"rho": self.rho, "momentum": self.momentum, "epsilon": self.epsilon,
              "centered": self.centered},
@@ -62,27 +86,3 @@ class RMSprop(Optimizer):
         config.update(rho=self.rho, momentum=self.momentum, epsilon=self.epsilon,
                       centered=self.centered)
         return config
-
-
-def _apply_rmsprop(var, velocity, mom, average, grad, lr, *, rho, momentum, epsilon, centered):
-    """(new var, velocity, momentum, average); the last two pass through when unused."""
-    velocity = velocity * rho
-    velocity += (1.0 - rho) * (grad * grad)
-    if centered:
-        average = average * rho
-        average += (1.0 - rho) * grad
-        denominator = velocity - average * average
-        denominator += epsilon
-    else:
-        denominator = velocity + epsilon
-    increment = factor(number(lr, on_host(lr)), grad) * grad
-    increment /= backend.array_module(grad).sqrt(denominator)
-    if momentum > 0:
-        mom = mom * momentum
-        mom += increment
-        increment = mom
-    return var - increment, velocity, mom, average
-
-
-APPLY_RMSPROP = def_primitive("ApplyRMSProp", _apply_rmsprop, num_outputs=4)
-NotDifferentiable("ApplyRMSProp")  # an optimizer step: state, not a differentiable computation

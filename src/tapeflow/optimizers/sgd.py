@@ -1,8 +1,28 @@
 """Stochastic gradient descent, with optional (Nesterov) momentum: Keras 3's formulas."""
-from ..core.registry import Inline, NotDifferentiable, def_primitive
+from ..core.registry import Inline, def_primitive
 from .base import Optimizer
 
 __all__ = ["SGD"]
+
+
+# The learning rate is a 0-d array (a variable's value): cast to the gradient's dtype it rounds
+# as a Python float would, and on a GPU it stays there (``float(lr)`` would sync every step).
+def _apply_gradient_descent(var, grad, lr):
+    return var - grad * lr.astype(grad.dtype, copy=False)
+
+
+def _apply_momentum(var, m, grad, lr, *, momentum, nesterov):
+    """(new var, new m): m = momentum * m - lr * g; var + m (+ Nesterov's look-ahead)."""
+    step = grad * lr.astype(grad.dtype, copy=False)
+    m = m * momentum
+    m -= step
+    if nesterov:
+        return var + (m * momentum - step), m
+    return var + m, m
+
+
+def _gradient_descent_kernel(in_types, attrs):
+    return Inline("{0} - {1} * float({2})")
 
 
 class SGD(Optimizer):
@@ -29,39 +49,23 @@ class SGD(Optimizer):
             for var in var_list:
                 self.add_slot(var, "momentum")
 
+    # The step as one op per variable, its kernel above the class: state, never differentiated.
+    APPLY_GRADIENT_DESCENT = def_primitive("ApplyGradientDescent", _apply_gradient_descent,
+                                           not_differentiable=True,
+                                           specialize=_gradient_descent_kernel)
+    APPLY_MOMENTUM = def_primitive("ApplyMomentum", _apply_momentum, num_outputs=2,
+                                   not_differentiable=True)
+
     def update_step(self, gradient, variable, learning_rate):
         if self.momentum == 0:
-            self._apply_update(APPLY_GRADIENT_DESCENT, (variable, gradient, learning_rate), {},
-                               (variable,))
+            self._apply_update(self.APPLY_GRADIENT_DESCENT, (variable, gradient, learning_rate),
+                               {}, (variable,))
             return
         m = self.get_slot(variable, "momentum")
-        self._apply_update(APPLY_MOMENTUM, (variable, m, gradient, learning_rate),
+        self._apply_update(self.APPLY_MOMENTUM, (variable, m, gradient, learning_rate),
                            {"momentum": self.momentum, "nesterov": self.nesterov}, (variable, m))
 
     def get_config(self):
         config = super().get_config()
         config.update(momentum=self.momentum, nesterov=self.nesterov)
         return config
-
-
-# The learning rate is a 0-d array (a variable's value): cast to the gradient's dtype it rounds
-# as a Python float would, and on a GPU it stays there (``float(lr)`` would sync every step).
-def _apply_gradient_descent(var, grad, lr):
-    return var - grad * lr.astype(grad.dtype, copy=False)
-
-
-def _apply_momentum(var, m, grad, lr, *, momentum, nesterov):
-    """(new var, new m): m = momentum * m - lr * g; var + m (+ Nesterov's look-ahead)."""
-    step = grad * lr.astype(grad.dtype, copy=False)
-    m = m * momentum
-    m -= step
-    if nesterov:
-        return var + (m * momentum - step), m
-    return var + m, m
-
-
-APPLY_GRADIENT_DESCENT = def_primitive("ApplyGradientDescent", _apply_gradient_descent)
-APPLY_GRADIENT_DESCENT.specialize = lambda in_types, attrs: Inline("{0} - {1} * float({2})")
-APPLY_MOMENTUM = def_primitive("ApplyMomentum", _apply_momentum, num_outputs=2)
-NotDifferentiable("ApplyGradientDescent")  # an optimizer step: state, not differentiated
-NotDifferentiable("ApplyMomentum")

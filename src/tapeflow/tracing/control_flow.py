@@ -51,7 +51,7 @@ from ..core import nest
 from ..core.context import PER_THREAD, context
 from ..core.dispatch import apply
 from ..core.tape import GradientTape
-from ..core.registry import def_primitive, register_gradient
+from ..core.registry import def_primitive
 from ..core.tensor import Tensor, Variable, convert_to_tensor, made_before, next_tensor_id
 from ..ops.arithmetic import add, greater, less, logical_and, maximum, subtract
 from ..ops.elementwise import identity
@@ -239,7 +239,28 @@ def _if_forward(pred, *operands, then_branch, else_branch):
     return _run(then_branch if bool(pred) else else_branch, operands)
 
 
-IF = def_primitive("If", _if_forward, num_outputs=None, stateful=True)
+def _if_grad(op, *dys):
+    pred, *operands = op.inputs
+    then_g, else_g = op.get_attr("then_branch"), op.get_attr("else_branch")
+    nb = cotangent_batch_ndim(op, dys)
+    diff = [k for k, t in enumerate(operands) if is_float(t)]
+    grads = [None] * (1 + len(operands))
+    if not diff:
+        return grads
+
+    def branch(graph):
+        def vjp():
+            g = graph_vjp(graph, operands, dys, nb)
+            return [g[k] for k in diff]
+        return vjp
+
+    for k, g in zip(diff, cond(pred, branch(then_g), branch(else_g))):
+        grads[1 + k] = g
+    return grads
+
+
+IF = def_primitive("If", _if_forward, num_outputs=None, stateful=True,
+                   grad=_if_grad, saves="inputs", vectorized=True)
 
 
 def cond(pred, true_fn=None, false_fn=None, name=None):
@@ -302,27 +323,6 @@ def _check_structure(what, a_name, a_res, b_name, b_res):
                          f"{_structure(a_res)!r} and {_structure(b_res)!r} (0 for each tensor)")
 
 
-@register_gradient("If", saves="inputs", vectorized=True)
-def _if_grad(op, *dys):
-    pred, *operands = op.inputs
-    then_g, else_g = op.get_attr("then_branch"), op.get_attr("else_branch")
-    nb = cotangent_batch_ndim(op, dys)
-    diff = [k for k, t in enumerate(operands) if is_float(t)]
-    grads = [None] * (1 + len(operands))
-    if not diff:
-        return grads
-
-    def branch(graph):
-        def vjp():
-            g = graph_vjp(graph, operands, dys, nb)
-            return [g[k] for k in diff]
-        return vjp
-
-    for k, g in zip(diff, cond(pred, branch(then_g), branch(else_g))):
-        grads[1 + k] = g
-    return grads
-
-
 # =================================================================================================
 # tf.while_loop
 # =================================================================================================
@@ -339,7 +339,29 @@ def _while_forward(*operands, cond, body, n_vars, maximum_iterations):
     return tuple(state)
 
 
-WHILE = def_primitive("While", _while_forward, num_outputs=None, stateful=True)
+def _while_grad(op, *dys):
+    n_vars = op.get_attr("n_vars")
+    loop = (op.get_attr("cond"), op.get_attr("body"), op.get_attr("maximum_iterations"))
+    nb = cotangent_batch_ndim(op, dys)
+    ins = list(op.inputs)
+    init, caps = ins[:n_vars], ins[n_vars:]
+    ctx = context()
+    if ctx.trace is not None and not (ctx.tapes or ctx.accumulators or ctx.watchers):
+        # In a trace, with nothing recording this backward pass: one WhileGrad equation that
+        # keeps every state when it runs, O(n) (as while_v2 accumulates them); differentiated
+        # again, it falls back on the recomputing form below.
+        lead = lead_axes(dys, nb)
+        cotangents = [or_zeros(d, t, lead) for d, t in zip(dys, init)]
+        grads = apply(WHILE_GRAD, tuple(ins) + tuple(cotangents),
+                      {"cond": loop[0], "body": loop[1], "maximum_iterations": loop[2],
+                       "n_vars": n_vars, "nb": nb})
+        grads = iter(grads)
+        return [next(grads) if is_float(t) else None for t in ins]
+    return _while_grad_recomputing(loop, ins, n_vars, list(dys), nb)
+
+
+WHILE = def_primitive("While", _while_forward, num_outputs=None, stateful=True,
+                      grad=_while_grad, saves="inputs", vectorized=True)
 
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10,
@@ -555,28 +577,6 @@ def _static_int(n):
     return int(n)
 
 
-@register_gradient("While", saves="inputs", vectorized=True)
-def _while_grad(op, *dys):
-    n_vars = op.get_attr("n_vars")
-    loop = (op.get_attr("cond"), op.get_attr("body"), op.get_attr("maximum_iterations"))
-    nb = cotangent_batch_ndim(op, dys)
-    ins = list(op.inputs)
-    init, caps = ins[:n_vars], ins[n_vars:]
-    ctx = context()
-    if ctx.trace is not None and not (ctx.tapes or ctx.accumulators or ctx.watchers):
-        # In a trace, with nothing recording this backward pass: one WhileGrad equation that
-        # keeps every state when it runs, O(n) (as while_v2 accumulates them); differentiated
-        # again, it falls back on the recomputing form below.
-        lead = lead_axes(dys, nb)
-        cotangents = [or_zeros(d, t, lead) for d, t in zip(dys, init)]
-        grads = apply(WHILE_GRAD, tuple(ins) + tuple(cotangents),
-                      {"cond": loop[0], "body": loop[1], "maximum_iterations": loop[2],
-                       "n_vars": n_vars, "nb": nb})
-        grads = iter(grads)
-        return [next(grads) if is_float(t) else None for t in ins]
-    return _while_grad_recomputing(loop, ins, n_vars, list(dys), nb)
-
-
 def _while_grad_recomputing(loop, ins, n_vars, dys, nb):
     """The gradient as ops a tape or a trace records (so it can be differentiated again):
     unrolled at run time eagerly; in a trace, a While that recomputes each state, O(n^2)."""
@@ -639,10 +639,6 @@ def _compiled_body_vjp(body, example_ins, float_vars, example_dys, nb):
     return run
 
 
-WHILE_GRAD = def_primitive("WhileGrad", _while_grad_forward, num_outputs=None)
-
-
-@register_gradient("WhileGrad", saves="inputs")
 def _while_grad_grad(op, *gs):
     """Second order: the recomputing form of the same gradient, differentiated on a tape (a
     batch of cotangents, a jacobian's, one row at a time)."""
@@ -660,6 +656,10 @@ def _while_grad_grad(op, *gs):
         grads = _while_grad_recomputing(loop, ins, n_vars, dys, op.get_attr("nb"))
         outs = [g for g in grads if g is not None]
     return tape.gradient(outs, operands, output_gradients=list(gs))
+
+
+WHILE_GRAD = def_primitive("WhileGrad", _while_grad_forward, num_outputs=None,
+                           grad=_while_grad_grad, saves="inputs")
 
 
 def _while_grad_unrolled(cond_g, body_g, maxit, init, caps, dys, nb):
@@ -727,7 +727,31 @@ def _map_forward(*operands, fn, n_elems):
     return tuple(xp.stack([r[k] for r in rows]) for k in range(len(fn.outputs)))
 
 
-MAP_FN = def_primitive("MapFn", _map_forward, num_outputs=None, stateful=True)
+def _map_grad(op, *dys):
+    nb = cotangent_batch_ndim(op, dys)
+    if nb:  # a jacobian's cotangents: one row of them at a time
+        return per_row(lambda row: _map_grad(op, *row), dys, nb)
+    n_elems, fn_g = op.get_attr("n_elems"), op.get_attr("fn")
+    ins = list(op.inputs)
+    elems, caps = ins[:n_elems], ins[n_elems:]
+    diff = [k for k, t in enumerate(ins) if is_float(t)]
+    grads = [None] * len(ins)
+    if not diff:
+        return grads
+
+    def row_vjp(rows):
+        rows = list(rows)
+        g = graph_vjp(fn_g, rows[:n_elems] + caps, rows[n_elems:])
+        return [g[k] for k in diff]
+
+    row_grads = map_fn(row_vjp, tuple(elems) + tuple(dys))
+    for k, g in zip(diff, row_grads):
+        grads[k] = g if k < n_elems else reduce_sum(g, axis=0)
+    return grads
+
+
+MAP_FN = def_primitive("MapFn", _map_forward, num_outputs=None, stateful=True,
+                       grad=_map_grad, saves="inputs", vectorized=True)
 
 
 def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap_memory=False,
@@ -788,25 +812,3 @@ def _check_signature(signature, outs):
                             f"fn_output_signature says {want.name}")
 
 
-@register_gradient("MapFn", saves="inputs", vectorized=True)
-def _map_grad(op, *dys):
-    nb = cotangent_batch_ndim(op, dys)
-    if nb:  # a jacobian's cotangents: one row of them at a time
-        return per_row(lambda row: _map_grad(op, *row), dys, nb)
-    n_elems, fn_g = op.get_attr("n_elems"), op.get_attr("fn")
-    ins = list(op.inputs)
-    elems, caps = ins[:n_elems], ins[n_elems:]
-    diff = [k for k, t in enumerate(ins) if is_float(t)]
-    grads = [None] * len(ins)
-    if not diff:
-        return grads
-
-    def row_vjp(rows):
-        rows = list(rows)
-        g = graph_vjp(fn_g, rows[:n_elems] + caps, rows[n_elems:])
-        return [g[k] for k in diff]
-
-    row_grads = map_fn(row_vjp, tuple(elems) + tuple(dys))
-    for k, g in zip(diff, row_grads):
-        grads[k] = g if k < n_elems else reduce_sum(g, axis=0)
-    return grads

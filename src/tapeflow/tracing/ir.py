@@ -43,7 +43,8 @@ READ = Primitive("ReadVariableOp", _read_forward)
 ASSIGN = Primitive("AssignVariableOp", _assign_forward, num_outputs=0)
 # TensorFlow's name for custom_gradient's op: a gradient through one without a saved
 # gradient function fails with "No gradient defined for operation 'IdentityN'".
-CUSTOM_GRADIENT = def_primitive("IdentityN", _identity_n, num_outputs=None)  # variadic
+CUSTOM_GRADIENT = def_primitive("IdentityN", _identity_n, num_outputs=None,  # variadic
+                                no_gradient="the traced grad_fn it carries is its gradient")
 
 
 def is_effect(op):
