@@ -35,7 +35,6 @@ from ..core.context import context
 from ..core.tape import GradientTape
 from ..core.tensor import Tensor
 from ..layers.base import Layer
-from ..ops.arithmetic import add_n
 from ..ops.reduce import reduce_sum
 from ..ops.shape import concat
 from ..tracing.function import function
@@ -176,7 +175,7 @@ class Model(Layer):
         extra = [loss if not loss.ndim else reduce_sum(loss) for loss in self.losses]
         if self.loss is None:
             if extra:  # a model trained on its add_loss losses alone (Keras 3's)
-                return add_n(extra)
+                return losses_module.sum_of_losses(extra)
             raise ValueError(f"{self.name}: no loss; pass loss= to compile(), add losses in a "
                              f"layer's call with add_loss, or override compute_loss / "
                              f"train_step")
@@ -184,8 +183,8 @@ class Model(Layer):
             raise ValueError(f"{self.name}: the compiled loss needs targets, but no y was given "
                              f"(pass y to fit/evaluate, or override compute_loss / train_step)")
         total = self.loss(y, y_pred, sample_weight=sample_weight)
-        if extra:
-            total = total + add_n(extra)
+        if extra:  # the compiled loss is in floatx, a float64 model's penalties in float64
+            total = losses_module.sum_of_losses([total, losses_module.sum_of_losses(extra)])
         return total
 
     def _loss_and_prediction(self, x, y, sample_weight):
