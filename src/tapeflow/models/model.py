@@ -51,7 +51,9 @@ class Model(Layer):
     """Group layers into an object with training and inference features.
 
     ``Model(inputs, outputs)`` makes a functional model (``models.functional.Functional``,
-    a graph of layer calls); a subclass writes ``call`` instead.
+    a graph of layer calls); a subclass writes ``call`` instead, or builds a graph in its
+    ``__init__`` and hands it to ``super().__init__(inputs=..., outputs=...)``: a subclassed
+    functional model (Keras 3's), whose class then derives from Functional.
     """
 
     def __new__(cls, *args, **kwargs):
@@ -65,10 +67,16 @@ class Model(Layer):
 
     def __init__(self, *args, **kwargs):
         if args or "inputs" in kwargs or "outputs" in kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__ got inputs/outputs: a subclass of "
-                            f"tf.keras.Model writes call(inputs) and calls "
-                            f"super().__init__(name=...) only; for a model of inputs and outputs "
-                            f"use tf.keras.Model(inputs, outputs) itself")
+            from .functional import Functional, functional_init_arguments, inject_functional
+            if not functional_init_arguments(args, kwargs):
+                raise TypeError(f"{type(self).__name__}.__init__: a model takes its inputs and "
+                                f"outputs together (super().__init__(inputs=..., outputs=...)), "
+                                f"or neither (a subclass that writes call); got "
+                                f"{len(args)} positional argument(s) and keywords "
+                                f"{sorted(kwargs)}")
+            inject_functional(type(self))
+            Functional.__init__(self, *args, **kwargs)
+            return
         super().__init__(**kwargs)
         self.optimizer = None
         self.loss = None
@@ -586,12 +594,11 @@ class Model(Layer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        """A functional model's config (Keras saves those as class "Model" or "Functional")
-        makes one; a subclass's config goes to its constructor, as a Layer's does."""
-        if cls is Model and "input_layers" in config and "layers" in config:
-            from .functional import Functional
-            return Functional.from_config(config, custom_objects=custom_objects)
-        return cls(**config)
+        """A functional model's config (Keras saves those as class "Model" or "Functional", or
+        a subclass's name) makes one when ``cls`` takes inputs and outputs; any other config
+        goes to the constructor, as a Layer's does (see ``functional.model_from_config``)."""
+        from .functional import model_from_config
+        return model_from_config(cls, config, custom_objects)
 
 
 def _refuse_with_dataset(where, **given):
