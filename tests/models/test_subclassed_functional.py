@@ -84,12 +84,10 @@ def test_a_subclass_that_hands_a_graph_to_init_is_functional_and_trains():
     assert "first_dense (Dense)" in text and "Total params: 7" in text
 
 
-@pytest.mark.parametrize("model_fn", [_get_basic_functional_model,
-                                      _get_subclassed_functional_model])
-def test_inference_after_instantiation(model_fn, tmp_path):
+def test_inference_after_instantiation(tmp_path):
     # Keras: saving_lib_test.py::SavingTest::test_inference_after_instantiation
-    # (basic_functional, subclassed_functional)
-    model = model_fn(compile=False)
+    # [subclassed_functional] (the basic functional case: test_functional_saving.py)
+    model = _get_subclassed_functional_model(compile=False)
     x_ref = np.random.default_rng(1).random((2, 4))
     y_ref = model(x_ref)
     path = tmp_path / "my_model.keras"
