@@ -147,3 +147,18 @@ def test_a_float64_model_fits_with_a_float32_loss_and_float64_gradients():
     assert [g.dtype for g in grads] == [tf.float64, tf.float64]
     history = model.fit(x, y, epochs=2, batch_size=8, verbose=0).history["loss"]
     assert history[1] < history[0]
+
+
+def test_a_float32_loss_and_a_float64_models_penalties_sum_in_float64():
+    """Keras's compute_loss sums the compiled loss and the layers' losses with ops.sum, which
+    promotes: float32 + float64 is float64 (tapeflow's + would refuse the mix)."""
+    model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(
+        1, dtype="float64", kernel_regularizer=tf.keras.regularizers.L2(0.5))])
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.ones((4, 2)), np.zeros((4, 1))
+    total = model.compute_loss(x, y, model(x))
+    assert total.dtype == tf.float64
+    kernel, bias = model.get_weights()
+    expected = np.float32(np.mean((x @ kernel + bias) ** 2)) + 0.5 * np.sum(kernel ** 2)
+    np.testing.assert_allclose(total.numpy(), expected, rtol=1e-7)
+    assert np.isfinite(model.fit(x, y, epochs=1, verbose=0).history["loss"][0])
