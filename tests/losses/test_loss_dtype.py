@@ -125,6 +125,7 @@ def test_set_floatx_sets_losses_and_new_layers(restore_floatx_and_policy):
     assert backend.floatx() == "float64"
     assert ExampleLoss()(Y_TRUE.astype("float32"), Y_PRED.astype("float32")).dtype == tf.float64
     assert tf.keras.layers.Dense(2).compute_dtype == "float64"
+    assert tf.keras.Input((2,)).dtype == tf.float64  # a functional model's inputs too
     backend.set_floatx("float32")
     assert ExampleLoss()(Y_TRUE, Y_PRED).dtype == tf.float32
     assert tf.keras.layers.Dense(2).compute_dtype == "float32"
