@@ -23,6 +23,8 @@ Y_PRED = np.array([0.1, 0.2, 0.3, 0.4])
 
 @pytest.fixture
 def restore_floatx_and_policy():
+    # None: the global policy follows floatx (another test may have set "float32" itself)
+    mixed_precision.set_global_policy(None)
     yield
     backend.set_floatx("float32")
     mixed_precision.set_global_policy(None)
