@@ -16,7 +16,7 @@ from tapeflow.serialization import deserialize, serialize
 keras = tf.keras
 
 
-@keras.saving.register_keras_serializable(package="my_custom_package")
+@keras.saving.register_keras_serializable(package="subclassed_functional_test")
 class SubclassFunctional(keras.Model):
     """Subclassed functional identical to `_get_basic_functional_model` (Keras's)."""
 
@@ -42,7 +42,7 @@ class SubclassFunctional(keras.Model):
         return cls(**config)
 
 
-@keras.saving.register_keras_serializable(package="my_custom_package")
+@keras.saving.register_keras_serializable(package="subclassed_functional_test")
 def my_mean_squared_error(y_true, y_pred):
     """Identical to built-in `mean_squared_error`, but as a custom fn."""
     return tf.reduce_mean(tf.square(y_pred - y_true), axis=-1)
