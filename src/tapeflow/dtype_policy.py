@@ -2,7 +2,9 @@
 
 ``"mixed_float16"`` computes in float16 and keeps float32 variables (cast when a layer reads
 them, see ``layers/autocast.py``); a plain dtype name (``"float32"``, ``"float64"``) is both.
-``set_global_policy`` chooses the policy of layers made afterwards without a ``dtype``.
+``set_global_policy`` chooses the policy of layers made afterwards without a ``dtype``; until
+one is set (or after ``set_global_policy(None)``) that is Keras's ``floatx()`` ("float32" unless
+``set_floatx`` changed it), which is also the dtype losses compute in.
 
 bfloat16 policies are refused, with an error that says why: numpy has no bfloat16; the
 ``ml_dtypes`` package adds one (not a tapeflow dependency), but as a numpy dtype of kind 'V',
@@ -15,7 +17,8 @@ import numpy as np
 
 from .dtypes import DType
 
-__all__ = ["DTypePolicy", "Policy", "set_global_policy", "global_policy", "get"]
+__all__ = ["DTypePolicy", "Policy", "set_global_policy", "global_policy", "get", "floatx",
+           "set_floatx"]
 
 _MIXED = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}
 
@@ -100,16 +103,34 @@ def _require_bfloat16(name):
                      f"{why}. Use 'mixed_float16' (float16 compute, float32 variables).")
 
 
-_GLOBAL = [DTypePolicy("float32")]
+_FLOATX_CHOICES = ("float16", "float32", "float64")
+_FLOATX = ["float32"]
+_GLOBAL = [None]  # None: follow floatx()
+
+
+def floatx():
+    """Keras's default float type, as a name: "float32" unless ``set_floatx`` changed it."""
+    return _FLOATX[0]
+
+
+def set_floatx(value):
+    """Keras's ``set_floatx``: the dtype of new layers (while no global policy is set) and of
+    losses made without a ``dtype``."""
+    name = value.name if isinstance(value, DType) else value
+    if name not in _FLOATX_CHOICES:
+        raise ValueError(f"Unknown `floatx` value: {value!r}. Expected one of "
+                         f"{list(_FLOATX_CHOICES)} (bfloat16 needs ml_dtypes, see DTypePolicy)")
+    _FLOATX[0] = name
 
 
 def set_global_policy(policy):
-    """The policy of layers made from now on without a ``dtype`` (a policy or its name)."""
-    _GLOBAL[0] = get(policy if policy is not None else "float32")
+    """The policy of layers made from now on without a ``dtype`` (a policy or its name);
+    None goes back to following ``floatx()``."""
+    _GLOBAL[0] = None if policy is None else get(policy)
 
 
 def global_policy():
-    return _GLOBAL[0]
+    return _GLOBAL[0] if _GLOBAL[0] is not None else DTypePolicy(floatx())
 
 
 def get(identifier):

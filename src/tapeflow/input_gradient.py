@@ -12,6 +12,7 @@ off from them (a stop_gradient, a numpy detour) would train nothing.
 """
 from .core.tape import GradientTape, paused_tapes
 from .core.tensor import Tensor, convert_to_tensor
+from .losses import sum_of_losses
 from .ops.elementwise import sqrt
 from .ops.reduce import reduce_mean, reduce_sum
 
@@ -56,7 +57,7 @@ class InputGradient:
         if not self._checked:
             with paused_tapes():  # the check is not part of the caller's step
                 self._check_reaches_weights(model, x, y, loss_fn)
-        return loss + penalty, y_pred
+        return sum_of_losses([loss, penalty]), y_pred  # a float32 loss, a float64 model's penalty
 
     def _check_reaches_weights(self, model, x, y, loss_fn):
         variables = model.trainable_variables

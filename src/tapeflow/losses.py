@@ -19,9 +19,10 @@ import warnings
 import numpy as np
 
 from . import backend
+from . import dtype_policy as dtype_policies
 from .core.tensor import Tensor, convert_to_tensor
 from .dtypes import numpy_dtype
-from .ops.arithmetic import abs_, equal, logical_and, logical_or, maximum, not_equal
+from .ops.arithmetic import abs_, add_n, equal, logical_and, logical_or, maximum, not_equal
 from .serialization import Registry, snake_case
 from .ops.clip import clip_by_value
 from .ops.creation import one_hot
@@ -39,7 +40,8 @@ __all__ = [
     "categorical_crossentropy", "sparse_categorical_crossentropy", "hinge", "squared_hinge",
     "categorical_hinge", "kl_divergence", "poisson", "log_cosh", "cosine_similarity",
     "mse", "mae", "MSE", "MAE", "kld", "KLD",
-    "squeeze_or_expand_to_same_rank", "reduce_weighted_values", "register_loss", "get",
+    "squeeze_or_expand_to_same_rank", "reduce_weighted_values", "sum_of_losses", "register_loss",
+    "get",
     "serialize", "deserialize", "EPSILON", "REDUCTIONS",
 ]
 
@@ -70,6 +72,20 @@ def _floating(x):
     """``x`` as a floating tensor; integer or bool data becomes float32 (Keras's floatx)."""
     t = x if isinstance(x, Tensor) else convert_to_tensor(x)
     return t if t._value.dtype.kind in "fc" else cast(t, "float32")
+
+
+def _as_dtype(x, dtype):
+    t = x if isinstance(x, Tensor) else convert_to_tensor(x)
+    return t if t._value.dtype == dtype else cast(t, dtype)
+
+
+def _dtype_argument(dtype):
+    """A Loss's ``dtype`` argument as its config keeps it: None, a dtype's or a policy's name."""
+    if dtype is None or isinstance(dtype, str) and dtype.startswith("mixed_"):
+        return dtype
+    if isinstance(dtype, dtype_policies.DTypePolicy):
+        return dtype.name
+    return numpy_dtype(dtype).name
 
 
 def _matched(y_true, y_pred):
@@ -263,16 +279,17 @@ def standardize_reduction(reduction):
 
 
 def reduce_weighted_values(values, sample_weight=None, reduction="sum_over_batch_size",
-                           mask=None):
+                           mask=None, dtype=None):
     """Weight per-sample ``values`` by ``sample_weight`` and reduce them, as Keras.
 
     "sum_over_batch_size" (and "mean") divides the weighted sum by the number of
     values, not by the sum of the weights; "mean_with_sample_weight" divides by
     the sum of the weights.  A ``mask`` (False: a padded step) zeroes those values, and
     the means divide by the number of unmasked values instead (Keras 3's ``apply_mask``).
+    ``dtype`` (a Loss's) is the dtype the values are reduced in; None keeps theirs.
     """
     reduction = standardize_reduction(reduction)
-    values = _floating(values)
+    values = _floating(values) if dtype is None else _as_dtype(values, dtype)
     if mask is not None:
         sample_weight = _masked_weights(sample_weight, mask, values._value.dtype, reduction)
     if sample_weight is None and reduction == "sum_over_batch_size" and values._value.size:
@@ -307,6 +324,16 @@ def _masked_weights(sample_weight, mask, dtype, reduction):
     return sample_weight * mask
 
 
+def sum_of_losses(terms):
+    """The sum of scalar loss terms in the widest float dtype among them: a float32 compiled
+    loss plus a float64 model's regularization penalties is float64, as Keras's ``ops.sum``
+    of the list promotes (tapeflow's ``+`` does not convert dtypes)."""
+    terms = [_floating(t) for t in terms]
+    dtype = np.result_type(*(t._value.dtype for t in terms))
+    terms = [_as_dtype(t, dtype) for t in terms]
+    return terms[0] if len(terms) == 1 else add_n(terms)
+
+
 def _divide_no_nan(x, y):
     zero = y == 0.0
     return where(zero, 0.0 * x, x / where(zero, 1.0, y))
@@ -319,22 +346,30 @@ _ELEMENTWISE = {mean_squared_error: square, mean_absolute_error: abs_}
 class Loss:
     """Base class: subclasses write ``call(y_true, y_pred)`` returning per-sample losses.
 
-    ``loss(y_true, y_pred, sample_weight=None)`` casts y_pred to ``dtype`` (Keras 3's
-    argument) and y_true to y_pred's dtype, calls ``call``, weights and reduces: a scalar
-    tensor unless ``reduction`` is "none"/None.  The mask a layer put on y_pred
-    (``y_pred._keras_mask``, e.g. after ``Masking`` or ``Embedding(mask_zero=True)``) leaves
-    the masked steps out, as in Keras 3.
+    ``loss(y_true, y_pred, sample_weight=None)`` casts y_pred and y_true to the loss's
+    ``dtype``, calls ``call``, weights and reduces in that dtype: a scalar tensor unless
+    ``reduction`` is "none"/None.  The mask a layer put on y_pred (``y_pred._keras_mask``,
+    e.g. after ``Masking`` or ``Embedding(mask_zero=True)``) leaves the masked steps out, as
+    in Keras 3.
 
-    ``dtype=None`` computes in y_pred's floating dtype (float32 for integer data), where
-    Keras computes in its floatx (float32): tapeflow keeps a float64 model's loss in float64,
-    which its second-order methods and float64 gradient checks need.  ``dtype="float32"``
-    is Keras's behaviour for any input.
+    ``dtype`` is Keras 3's: None computes in ``keras.backend.floatx()`` (float32 unless
+    ``set_floatx`` changed it) whatever the inputs' dtype, so a float64 model's loss is
+    float32, as in Keras; a dtype name keeps that dtype (``dtype="float64"`` for float64
+    second-order work), and a policy ("mixed_float16" or a DTypePolicy) its compute dtype.
+    Fixed when the loss is made, as Keras's.
     """
 
     def __init__(self, reduction="sum_over_batch_size", name=None, dtype=None):
         self.reduction = standardize_reduction(reduction)
         self.name = name or snake_case(type(self).__name__)
-        self.dtype = None if dtype is None else numpy_dtype(dtype).name
+        self._dtype = dtype_policies.get(dtype if dtype is not None else
+                                         dtype_policies.floatx()).compute_dtype
+        self._dtype_argument = _dtype_argument(dtype)
+
+    @property
+    def dtype(self):
+        """The dtype the loss computes in (a name), as Keras's ``Loss.dtype``."""
+        return self._dtype
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         mask = getattr(y_pred, "_keras_mask", None)
@@ -343,20 +378,18 @@ class Loss:
         out_mask = getattr(losses, "_keras_mask", None)  # sparse crossentropy's ignore_class
         if out_mask is not None:
             mask = out_mask if mask is None else logical_and(mask, out_mask)
-        return reduce_weighted_values(losses, sample_weight, self.reduction, mask=mask)
+        return reduce_weighted_values(losses, sample_weight, self.reduction, mask=mask,
+                                      dtype=self._dtype)
 
     def _converted(self, y_true, y_pred):
-        """y_pred in the loss's dtype (its own floating one for None), y_true in y_pred's."""
-        y_pred = _floating(y_pred)
-        if self.dtype is not None and y_pred._value.dtype != self.dtype:
-            y_pred = cast(y_pred, self.dtype)
-        return cast(convert_to_tensor(y_true), y_pred._value.dtype), y_pred
+        """y_pred and y_true in the loss's dtype, as Keras's ``convert_to_tensor(x, dtype)``."""
+        return _as_dtype(y_true, self._dtype), _as_dtype(y_pred, self._dtype)
 
     def call(self, y_true, y_pred):
         raise NotImplementedError(f"{type(self).__name__} must implement call(y_true, y_pred)")
 
     def get_config(self):
-        return {"name": self.name, "reduction": self.reduction, "dtype": self.dtype}
+        return {"name": self.name, "reduction": self.reduction, "dtype": self._dtype_argument}
 
     @classmethod
     def from_config(cls, config):

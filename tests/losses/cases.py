@@ -73,6 +73,11 @@ class LossCase:
     def __str__(self):
         return self.name
 
+    def make64(self, **overrides):
+        """The Loss computing in float64 (Keras's ``dtype`` argument): the references and
+        finite differences are float64, while ``dtype=None`` computes in floatx (float32)."""
+        return self.make(dtype="float64", **overrides)
+
 
 CASES = [
     LossCase("mse", tf.losses.MeanSquaredError, tf.losses.mean_squared_error, {}, ref.mse,

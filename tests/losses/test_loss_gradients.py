@@ -20,7 +20,7 @@ def test_loss_object_gradients(case):
     rng = np.random.default_rng(10)
     y_true, y_pred = case.draw(rng, N, D)
     w = rng.uniform(0.5, 2.0, N)
-    loss = case.make()
+    loss = case.make64()
     if case.labels_differentiable:
         check_grads(lambda t, p: loss(t, p, sample_weight=w), [y_true, y_pred], order=_order(case))
     else:
@@ -38,7 +38,7 @@ def test_gradients_through_unreduced_and_summed_losses_with_column_weights():
     rng = np.random.default_rng(12)
     t, p, w = rng.standard_normal(N), rng.standard_normal((N, 1)), rng.uniform(0.5, 2, (N, 1))
     for reduction in ("none", "sum", "mean_with_sample_weight"):
-        loss = tf.losses.Huber(delta=0.5, reduction=reduction)
+        loss = tf.losses.Huber(delta=0.5, reduction=reduction, dtype="float64")
         check_grads(lambda t_, p_, w_: loss(t_, p_, sample_weight=w_), [t, p, w], order=2)
 
 

@@ -34,7 +34,7 @@ def test_loss_object_weights_and_reduces_as_keras(case, reduction, weights):
     rng = np.random.default_rng(1)
     y_true, y_pred = case.draw(rng, N, D)
     w = _weights(weights, rng)
-    got = case.make(reduction=reduction)(y_true, y_pred, sample_weight=w)
+    got = case.make64(reduction=reduction)(y_true, y_pred, sample_weight=w)
     per_sample = case.reference(y_true, y_pred, **case.ref_kwargs)
     expected = ref.reduce(per_sample, w, reduction)
     assert tuple(got.shape) == np.shape(expected)
@@ -53,11 +53,12 @@ def test_float32_inputs_give_float32_losses(case):
 
 # --- Keras's shape rules -------------------------------------------------------------------------
 @pytest.mark.parametrize("loss, reference", [
-    (tf.losses.MeanSquaredError(), lambda t, p: ref.mse(t[:, None], p)),
-    (tf.losses.MeanAbsoluteError(), lambda t, p: ref.mae(t[:, None], p)),
-    (tf.losses.Huber(), lambda t, p: ref.huber(t[:, None], p)),
-    (tf.losses.BinaryCrossentropy(), lambda t, p: ref.binary_crossentropy(t[:, None], p)),
-    (tf.losses.BinaryCrossentropy(from_logits=True),
+    (tf.losses.MeanSquaredError(dtype="float64"), lambda t, p: ref.mse(t[:, None], p)),
+    (tf.losses.MeanAbsoluteError(dtype="float64"), lambda t, p: ref.mae(t[:, None], p)),
+    (tf.losses.Huber(dtype="float64"), lambda t, p: ref.huber(t[:, None], p)),
+    (tf.losses.BinaryCrossentropy(dtype="float64"),
+     lambda t, p: ref.binary_crossentropy(t[:, None], p)),
+    (tf.losses.BinaryCrossentropy(from_logits=True, dtype="float64"),
      lambda t, p: ref.binary_crossentropy(t[:, None], p, from_logits=True)),
 ])
 def test_batch_labels_pair_with_batch_by_one_predictions(loss, reference):
@@ -76,7 +77,7 @@ def test_batch_labels_pair_with_batch_by_one_predictions(loss, reference):
 def test_sparse_labels_may_carry_a_trailing_one_axis():
     rng = np.random.default_rng(4)
     labels, p = rng.integers(0, D, N), rng.uniform(0.1, 1.0, (N, D))
-    loss = tf.losses.SparseCategoricalCrossentropy()
+    loss = tf.losses.SparseCategoricalCrossentropy(dtype="float64")
     a, b = loss(labels, p), loss(labels[:, None], p)
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=0)
     np.testing.assert_allclose(a.numpy(), ref.sparse_categorical_crossentropy(labels, p).mean(), rtol=1e-12)
@@ -90,12 +91,12 @@ def test_sparse_labels_as_floats_and_higher_rank_predictions():
                                rtol=1e-12)
 
 
-def test_integer_and_bool_labels_are_cast_to_the_predictions_dtype():
+def test_integer_and_bool_labels_are_cast_to_the_losss_dtype():
     p = np.array([[0.2, 0.9], [0.6, 0.3]])
     t_int = np.array([[0, 1], [1, 0]])
     expected = ref.binary_crossentropy(t_int.astype(float), p).mean()
     for t in (t_int, t_int.astype(bool), t_int.tolist(), tf.constant(t_int)):
-        got = tf.losses.BinaryCrossentropy()(t, tf.constant(p))
+        got = tf.losses.BinaryCrossentropy(dtype="float64")(t, tf.constant(p))
         assert got.dtype == tf.float64
         np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12)
     assert tf.losses.MeanSquaredError()([1, 2], [1, 4]).dtype == tf.float32  # integer y_pred -> floatx

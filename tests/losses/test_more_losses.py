@@ -47,7 +47,7 @@ def test_cosine_similarity_is_negative_when_aligned_and_takes_an_axis():
     t, p = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
     np.testing.assert_allclose(losses.cosine_similarity(t, p, axis=0).numpy(),
                                ref.cosine_similarity(t, p, axis=0), rtol=1e-12)
-    loss = losses.CosineSimilarity(axis=0, reduction="sum")
+    loss = losses.CosineSimilarity(axis=0, reduction="sum", dtype="float64")
     np.testing.assert_allclose(loss(t, p).numpy(), ref.cosine_similarity(t, p, axis=0).sum(),
                                rtol=1e-12)
 

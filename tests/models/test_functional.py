@@ -188,13 +188,14 @@ def test_bad_models_are_refused(make, error, words):
         make(tf.keras.Input((2,)))
 
 
-def test_a_subclass_passing_inputs_to_init_is_told_what_to_do():
+def test_a_subclass_passing_inputs_to_init_is_a_functional_model():
+    # Keras 3 makes it one (tests/models/test_subclassed_functional.py has the rest)
     class Net(tf.keras.Model):
         def __init__(self, x, y):
             super().__init__(inputs=x, outputs=y)
     x = tf.keras.Input((2,))
-    with pytest.raises(TypeError, match="subclass of tf.keras.Model writes call"):
-        Net(x, L.Dense(1)(x))
+    net = Net(x, L.Dense(1)(x))
+    assert isinstance(net, Functional) and net(np.ones((3, 2))).shape == (3, 1)
 
 
 def test_a_layer_that_fails_on_symbolic_inputs_says_where():

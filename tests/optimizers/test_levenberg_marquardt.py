@@ -39,7 +39,9 @@ def test_one_undamped_step_on_a_linear_model_is_least_squares(dtype):
     reference = LinearRegression().fit(x, y)
     tf.random.set_seed(3)  # a random start
     model = tf.keras.Sequential([tf.keras.layers.Dense(1, dtype=dtype)], dtype=dtype)
-    model.compile(optimizer=tf.optimizers.LevenbergMarquardt(damping=0.0), loss="mse")
+    # the loss in the model's dtype: Keras's "mse" computes in floatx (float32)
+    model.compile(optimizer=tf.optimizers.LevenbergMarquardt(damping=0.0),
+                  loss=tf.keras.losses.MeanSquaredError(dtype=dtype))
     model.fit(x, y, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
     kernel, bias = model.get_weights()
     assert model.optimizer.last_step_info["accepted"]
@@ -207,7 +209,7 @@ def test_jacobian_by_chunks_of_examples_is_the_whole_batch_jacobian(coupled):
     model = tf.keras.Sequential(layers + [tf.keras.layers.Dense(2, dtype="float64")],
                                 dtype="float64")
     model(x)
-    mse = tf.keras.losses.MeanSquaredError()
+    mse = tf.keras.losses.MeanSquaredError(dtype="float64")  # floatx would be float32
     calls = []
 
     def outputs_on(start, stop):
@@ -230,7 +232,7 @@ def test_mean_squared_error_of_outputs_is_least_squares_scaled_to_the_loss(outpu
     x = tf.constant(rng.standard_normal((10, 3)))
     y = tf.constant(rng.standard_normal((10, outputs)))
     w = tf.Variable(rng.standard_normal((3, outputs)))
-    mse = tf.keras.losses.MeanSquaredError()
+    mse = tf.keras.losses.MeanSquaredError(dtype="float64")  # floatx would be float32
     curvature = gauss_newton(OutputLoss(lambda: tf.tanh(x @ w), lambda z: mse(y, z)), [w])
     residuals = gauss_newton(OutputLoss(lambda: tf.tanh(x @ w) - y), [w])
     scale = 2.0 / (10 * outputs)  # H = 2 I / (batch * outputs): 1/2 ||r||^2 scaled to the mean
@@ -244,7 +246,7 @@ def test_generalized_gauss_newton_of_softmax_cross_entropy():
     x = tf.constant(rng.standard_normal((6, 3)))
     labels = tf.constant(rng.integers(0, 3, 6))
     w = tf.Variable(rng.standard_normal((3, 3)))
-    loss = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    loss = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, dtype="float64")
 
     def logits():
         return x @ w

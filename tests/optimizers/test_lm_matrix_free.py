@@ -56,7 +56,7 @@ def test_generalized_products_for_softmax_cross_entropy():
     labels = tf.constant(rng.integers(0, 3, 6))
     w = tf.Variable(rng.standard_normal((3, 3)))
     b = tf.Variable(rng.standard_normal(3))
-    loss = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    loss = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, dtype="float64")
 
     def logits():
         return tf.tanh(x @ w) + b
@@ -77,7 +77,7 @@ def test_the_diagonal_estimate_is_nonnegative_and_unbiased():
     x = tf.constant(rng.standard_normal((8, 3)))
     labels = tf.constant(rng.integers(0, 3, 8))
     w = tf.Variable(rng.standard_normal((3, 3)))
-    loss = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    loss = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, dtype="float64")
 
     def logits():
         return tf.tanh(x @ w)

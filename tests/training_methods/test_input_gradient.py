@@ -19,7 +19,7 @@ def test_penalty_gradient_matches_finite_differences():
     x = tf.constant(rng.standard_normal((5, 3)))
     y = tf.constant(rng.standard_normal((5, 1)))
     model = _model("float64")
-    model.compile(loss="mse", optimizer="sgd")
+    model.compile(loss=tf.keras.losses.MeanSquaredError(dtype="float64"), optimizer="sgd")
     reg = tf.regularizers.InputGradient(0.7)
 
     def total():
@@ -33,7 +33,7 @@ def test_penalty_value_is_the_per_example_input_gradient_norm():
     x = tf.constant(rng.standard_normal((4, 3)))
     y = tf.constant(rng.standard_normal((4, 1)))
     model = _model("float64")
-    model.compile(loss="mse", optimizer="sgd")
+    model.compile(loss=tf.keras.losses.MeanSquaredError(dtype="float64"), optimizer="sgd")
     reg = tf.regularizers.InputGradient(2.0)
     with tf.GradientTape() as tape:
         tape.watch(x)

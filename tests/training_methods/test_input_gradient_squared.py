@@ -49,7 +49,8 @@ def _tanh_model(seed):
     model = tf.keras.Sequential([
         tf.keras.layers.Dense(5, activation="tanh", input_shape=(3,), dtype="float64"),
         tf.keras.layers.Dense(1, dtype="float64")], dtype="float64")
-    model.compile(loss="mse", optimizer="sgd")
+    # a float64 loss (Keras's dtype argument): "mse" computes in floatx, float32
+    model.compile(loss=tf.keras.losses.MeanSquaredError(dtype="float64"), optimizer="sgd")
     return model
 
 
@@ -81,7 +82,8 @@ def test_fit_logs_the_loss_with_the_penalty(squared):
     x = rng.standard_normal((8, 3))
     y = rng.standard_normal((8, 1)) * 3
     model = _tanh_model(2)
-    model.compile(loss="mse", optimizer=tf.optimizers.SGD(0.01),
+    model.compile(loss=tf.keras.losses.MeanSquaredError(dtype="float64"),
+                  optimizer=tf.optimizers.SGD(0.01),
                   input_gradient=tf.regularizers.InputGradient(0.25, squared=squared))
     w1, b1, w2, b2 = model.get_weights()
     pred = np.tanh(x @ w1 + b1) @ w2 + b2

@@ -3,9 +3,10 @@
 Keras's name; not ``tapeflow.backend``, which chooses the array module (numpy or CuPy).
 """
 from ..backend import EPSILON
+from ..dtype_policy import floatx, set_floatx
 from ..layers.base import clear_session
 
-__all__ = ["clear_session", "epsilon"]
+__all__ = ["clear_session", "epsilon", "floatx", "set_floatx"]
 
 
 def epsilon():

@@ -21,7 +21,7 @@ written as ``{"class_name": "__keras_tensor__", "config": {"keras_history":
 tapeflow's layers and ``custom_objects``; nothing is imported or evaluated)
 and calls them again on symbolic tensors in an order their arguments allow.
 """
-import numpy as np
+import inspect
 
 from ..core import nest
 from ..core.tensor import Tensor, convert_to_tensor
@@ -30,10 +30,12 @@ from ..layers.symbolic import KerasTensor, keras_tensors
 from ..ops.shape import cast
 from ..serialization import deserialize, serialize
 from .call_arguments import SPECIAL, decoded_argument, encode_argument
+from .auto_config import auto_config
 from . import model_classes
 from .model import Model
 
-__all__ = ["Functional", "replay_config"]
+__all__ = ["Functional", "replay_config", "model_from_config", "inject_functional",
+           "functional_like_constructor"]
 
 _TENSOR = "__keras_tensor__"
 
@@ -44,8 +46,8 @@ class Functional(Model):
 
     _autocast = False  # each input is cast to its own Input's dtype instead
 
-    def __init__(self, inputs, outputs, name=None, trainable=True):
-        super().__init__(name=name, trainable=trainable)
+    def __init__(self, inputs, outputs, name=None, trainable=True, **kwargs):
+        super().__init__(name=name, trainable=trainable, **kwargs)
         self._inputs_struct = _checked_inputs(inputs)
         self._outputs_struct = _checked_outputs(outputs)
         self.inputs = nest.flatten(self._inputs_struct)
@@ -176,6 +178,12 @@ class Functional(Model):
         return rows
 
     def get_config(self):
+        if not functional_like_constructor(type(self)):
+            # a subclass with its own constructor (Keras 3's rule): its arguments, or the base
+            # keys its own get_config adds to
+            if type(self).get_config is Functional.get_config:
+                return auto_config(self, super(Model, self).get_config())
+            return super(Model, self).get_config()
         numbering = self._node_numbering()
 
         def history(t):
@@ -205,19 +213,77 @@ class Functional(Model):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        known = model_classes.layer_classes()
+        return model_from_config(cls, config, custom_objects)
 
-        def make_layer(entry):
-            layer = deserialize({"class_name": entry.get("class_name"),
-                                 "config": entry.get("config")}, known, custom_objects,
-                                kind="layer")
-            if entry.get("name", layer.name) != layer.name:
-                raise ValueError(f"layer entry '{entry.get('name')}' is not one layer of its own "
-                                 f"name (its config names '{layer.name}')")
-            return layer
-        inputs, outputs = replay_config(config, make_layer)
-        return cls(inputs, outputs, name=config.get("name"),
-                   trainable=config.get("trainable", True))
+    # Model's own __init__ and from_config reach these through the registered class
+    # (models.model_classes): model.py cannot import this module, which imports it.
+    @staticmethod
+    def become(model, *args, **kwargs):
+        """Make ``model``, of a subclass whose ``__init__`` hands ``super().__init__`` a graph,
+        a functional model (its class's bases get Functional in Model's place)."""
+        inject_functional(type(model))
+        Functional.__init__(model, *args, **kwargs)
+
+    @staticmethod
+    def revive(cls, config, custom_objects=None):
+        """``cls.from_config(config)`` for any model class (``model_from_config``)."""
+        return model_from_config(cls, config, custom_objects)
+
+
+# --- subclassed functional models (Keras 3's) ----------------------------------------------------
+_GRAPH_KEYS = ("name", "layers", "input_layers", "output_layers")
+
+
+def inject_functional(cls):
+    """Put Functional in Model's place among ``cls``'s bases (and its bases'), as Keras 3's
+    ``inject_functional_model_class``: a subclass whose ``__init__`` hands a graph to
+    ``super().__init__`` is then a Functional, and so is every later instance."""
+    if cls is Model:
+        return Functional
+    if cls is object or not issubclass(cls, Model) or issubclass(cls, Functional):
+        return cls
+    cls.__bases__ = tuple(inject_functional(base) for base in cls.__bases__)
+    return cls
+
+
+def functional_like_constructor(cls):
+    """Whether ``cls(inputs, outputs, name=...)`` makes one: Functional's own parameters, or
+    ``*args, **kwargs`` passed on (Keras's rule).  Such a class saves and loads its graph;
+    any other constructor its own arguments."""
+    spec = inspect.getfullargspec(cls.__init__)
+    if spec.varargs is not None and spec.varkw is not None:
+        return True
+    return spec.args[1:3] == ["inputs", "outputs"] and set(spec.args[3:]) <= {"name", "trainable"}
+
+
+def model_from_config(cls, config, custom_objects=None):
+    """A model of class ``cls`` from its config: a graph config (Keras's keys) replayed when
+    ``cls`` is Model or Functional or takes inputs and outputs, the config's other keys
+    (a subclass's own) passed on with them; else ``cls(**config)``, as Keras 3's
+    ``Model.from_config``."""
+    graph = all(key in config for key in _GRAPH_KEYS)
+    if not (graph and (cls in (Model, Functional) or functional_like_constructor(cls))):
+        try:
+            return cls(**config)
+        except TypeError as e:
+            raise TypeError(f"Unable to revive model from config: {cls.__name__}'s constructor "
+                            f"does not take the config's keys {sorted(config)} ({e}); write "
+                            f"get_config returning its arguments, or a from_config") from None
+    known = model_classes.layer_classes()
+
+    def make_layer(entry):
+        layer = deserialize({"class_name": entry.get("class_name"),
+                             "config": entry.get("config")}, known, custom_objects,
+                            kind="layer")
+        if entry.get("name", layer.name) != layer.name:
+            raise ValueError(f"layer entry '{entry.get('name')}' is not one layer of its own "
+                             f"name (its config names '{layer.name}')")
+        return layer
+    inputs, outputs = replay_config(config, make_layer)
+    rest = {k: v for k, v in config.items() if k not in _GRAPH_KEYS and k != "trainable"}
+    return (Functional if cls is Model else cls)(
+        inputs=inputs, outputs=outputs, name=config.get("name"),
+        trainable=config.get("trainable", True), **rest)
 
 
 def _call_layer(layer, *args, **kwargs):
@@ -380,8 +446,10 @@ def _checked_value(x, spec, key, model_name):
     if have != want and have.kind == "f" and want.kind == "f":
         x = cast(x, want)
     shape = tuple(x._value.shape)
+    # the batch axis is not checked: Keras's input specs leave out an Input's batch_size
     if len(shape) != len(spec.shape) or any(
-            s is not None and d is not None and s != d for s, d in zip(spec.shape, shape)):
+            s is not None and d is not None and s != d
+            for s, d in zip(spec.shape[1:], shape[1:])):
         raise ValueError(f"Model '{model_name}': input '{key}' expects shape "
                          f"{tuple(spec.shape)}, got {shape}")
     return x

@@ -35,7 +35,6 @@ from ..core.context import context
 from ..core.tape import GradientTape
 from ..core.tensor import Tensor
 from ..layers.base import Layer
-from ..ops.arithmetic import add_n
 from ..ops.reduce import reduce_sum
 from ..ops.shape import concat
 from ..tracing.function import function
@@ -54,7 +53,9 @@ class Model(Layer):
     """Group layers into an object with training and inference features.
 
     ``Model(inputs, outputs)`` makes a functional model (``models.functional.Functional``,
-    a graph of layer calls); a subclass writes ``call`` instead.
+    a graph of layer calls); a subclass writes ``call`` instead, or builds a graph in its
+    ``__init__`` and hands it to ``super().__init__(inputs=..., outputs=...)``: a subclassed
+    functional model (Keras 3's), whose class then derives from Functional.
     """
 
     def __new__(cls, *args, **kwargs):
@@ -68,10 +69,14 @@ class Model(Layer):
 
     def __init__(self, *args, **kwargs):
         if args or "inputs" in kwargs or "outputs" in kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__ got inputs/outputs: a subclass of "
-                            f"tf.keras.Model writes call(inputs) and calls "
-                            f"super().__init__(name=...) only; for a model of inputs and outputs "
-                            f"use tf.keras.Model(inputs, outputs) itself")
+            if not _graph_arguments(args, kwargs):
+                raise TypeError(f"{type(self).__name__}.__init__: a model takes its inputs and "
+                                f"outputs together (super().__init__(inputs=..., outputs=...)), "
+                                f"or neither (a subclass that writes call); got "
+                                f"{len(args)} positional argument(s) and keywords "
+                                f"{sorted(kwargs)}")
+            model_classes.model_class("Functional").become(self, *args, **kwargs)
+            return
         super().__init__(**kwargs)
         self.optimizer = None
         self.loss = None
@@ -178,7 +183,7 @@ class Model(Layer):
         extra = [loss if not loss.ndim else reduce_sum(loss) for loss in self.losses]
         if self.loss is None:
             if extra:  # a model trained on its add_loss losses alone (Keras 3's)
-                return add_n(extra)
+                return losses_module.sum_of_losses(extra)
             raise ValueError(f"{self.name}: no loss; pass loss= to compile(), add losses in a "
                              f"layer's call with add_loss, or override compute_loss / "
                              f"train_step")
@@ -186,8 +191,8 @@ class Model(Layer):
             raise ValueError(f"{self.name}: the compiled loss needs targets, but no y was given "
                              f"(pass y to fit/evaluate, or override compute_loss / train_step)")
         total = self.loss(y, y_pred, sample_weight=sample_weight)
-        if extra:
-            total = total + add_n(extra)
+        if extra:  # the compiled loss is in floatx, a float64 model's penalties in float64
+            total = losses_module.sum_of_losses([total, losses_module.sum_of_losses(extra)])
         return total
 
     def _loss_and_prediction(self, x, y, sample_weight):
@@ -589,12 +594,16 @@ class Model(Layer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        """A functional model's config (Keras saves those as class "Model" or "Functional")
-        makes one; a subclass's config goes to its constructor, as a Layer's does."""
-        if cls is Model and "input_layers" in config and "layers" in config:
-            functional = model_classes.model_class("Functional")
-            return functional.from_config(config, custom_objects=custom_objects)
-        return cls(**config)
+        """A functional model's config (Keras saves those as class "Model" or "Functional", or
+        a subclass's name) makes one when ``cls`` takes inputs and outputs; any other config
+        goes to the constructor, as a Layer's does (see ``functional.model_from_config``)."""
+        return model_classes.model_class("Functional").revive(cls, config, custom_objects)
+
+
+def _graph_arguments(args, kwargs):
+    """Whether a Model constructor's arguments are a graph's inputs and outputs (Keras's)."""
+    return len(args) == 2 or (len(args) == 1 and "outputs" in kwargs) or \
+        ("inputs" in kwargs and "outputs" in kwargs)
 
 
 def _refuse_with_dataset(where, **given):
