@@ -77,6 +77,7 @@ def multi_step(step, collect=False):
                 return [step(batches[0])] if collect else step(batches[0])
             out = compiled(*batches)
             return list(out) if collect else out
+        run.traced = compiled  # the N-step tf.function (its traces, for inspection)
         return run
 
     def run_eagerly(batches):
