@@ -347,6 +347,15 @@ class Mean(Metric):
         self._update_with_values(values, sample_weight)
 
     def _update_traced(self, values, sample_weight):
+        values = _tensor(values)
+        weight = None if sample_weight is None else _tensor(sample_weight)
+        if values.shape == () and values.dtype == self._dtype and weight is not None and \
+                weight.shape == () and weight.dtype == self._dtype:
+            # one scalar with a scalar weight (fit's running loss, every step): two
+            # operators written in place, the arithmetic MetricSums does for it
+            self.total.assign_add(values * weight)
+            self.count.assign_add(weight)
+            return
         total, count = _traced_sums(values, sample_weight, "mean", self._dtype)
         self.total.assign_add(total)
         self.count.assign_add(count)
