@@ -11,7 +11,9 @@ friends): the forward pass, the gradient, the optimizer's update,
 BatchNormalization's moving statistics, the random draws of Dropout and the
 metrics' state are one graph, traced once for full batches and at most once
 more for a short last batch (see ``make_train_function``).  Callbacks and the
-progress bar read the metrics' results once per batch.  ``compile(run_eagerly=True)`` (or
+progress bar read the metrics' results once per batch, or once per
+``compile(steps_per_execution=N)`` batches, run in one compiled call
+(``models.executions``).  ``compile(run_eagerly=True)`` (or
 ``tf.config.run_functions_eagerly(True)``) runs the Python steps instead; so does
 a train step with the Newton optimizer, whose step reads loss values to accept
 or reject trial points.  An input-gradient penalty (a tape inside the step's
@@ -99,6 +101,10 @@ class Model(Layer):
 
         ``run_eagerly=True`` runs fit/evaluate/predict's steps as Python, not as traced
         graphs (for debugging; Keras's option).
+
+        ``steps_per_execution=N`` (or "auto") runs N batches in each call of the compiled
+        step, with batch callbacks and logs once per call, as Keras does
+        (``models.executions``).
 
         A metric given as a string is logged under that string, as in Keras
         (``metrics=["mae"]`` logs ``mae`` and ``val_mae``); "accuracy" / "acc"
