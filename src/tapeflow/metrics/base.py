@@ -24,7 +24,7 @@ import numpy as np
 from .. import backend
 from ..core.context import context
 from ..core.dispatch import apply
-from ..core.registry import NotDifferentiable, def_primitive
+from ..core.registry import Inline, NotDifferentiable, def_primitive
 from ..core.tensor import Tensor, Variable, convert_to_tensor
 from ..dtypes import as_dtype, numpy_dtype
 from ..ops.shape import where
@@ -186,6 +186,17 @@ def batch_size_tensor(t):
 def _leading_size(array):
     return backend.array_module(array).asarray(array.shape[0] if array.ndim else 1,
                                                dtype=np.float32)
+
+
+def _metric_values_in_place(in_types, attrs):
+    """``batch_size_tensor`` of an array with axes, in a compiled numpy graph: its length read
+    where it runs, written in place (fit's loss tracker weighs every step by it)."""
+    if attrs["fn"] is not _leading_size or len(in_types) != 1 or not in_types[0][0]:
+        return None
+    return Inline("np.float32({0}.shape[0])")
+
+
+METRIC_VALUES.specialize = _metric_values_in_place
 
 
 def array_function(fn, *operands, **kwargs):
