@@ -24,9 +24,10 @@ import numpy as np
 from .. import backend
 from ..core.context import context
 from ..core.dispatch import apply
-from ..core.registry import Inline, NotDifferentiable, def_primitive
+from ..core.registry import NotDifferentiable, def_primitive
 from ..core.tensor import Tensor, Variable, convert_to_tensor
 from ..dtypes import as_dtype, numpy_dtype
+from ..core.registry import Inline
 from ..ops.shape import where
 from ..serialization import snake_case
 
