@@ -15,6 +15,8 @@ initial weights W1, b1, W2, b2, taken from the peers file.
   tapeflow model.fit    Sequential([Input((8,)), Dense(30, relu), Dense(1)]) with set_weights,
                         compile(loss="mse", optimizer=SGD), then one fit(..., epochs=1,
                         shuffle=False, verbose=0) per epoch, as the peers' keras_fit does
+  tapeflow fit, steps_per_execution=N   the same, compiled with steps_per_execution=N (N
+                        batches per compiled call; --steps-per-execution, default 8 and 32)
   peers                 numpy by hand (the floor), pytorch eager, TF eager / tf.function,
                         Keras model.fit, jax eager / jit and HIPS autograd, whichever are installed
 
@@ -31,7 +33,8 @@ and model.fit must reach numpy-by-hand's validation MSE to within 1e-4. If they 
 status is 1, so a fast but wrong run cannot pass.
 
 Usage:  python benchmarks/bench_housing.py [--epochs N] [--warmup W]
-            [--peers numpy,torch,tf,keras,jax] [--profile] [--profile-fit]
+            [--peers numpy,torch,tf,keras,jax] [--steps-per-execution 8,32]
+            [--profile] [--profile-fit]
 """
 import argparse
 import cProfile
@@ -166,8 +169,9 @@ def tapeflow_custom_loop(ns, timed, traced=False):
     timed("tapeflow tf.function" if traced else "tapeflow custom loop", epoch, val)
 
 
-def tapeflow_fit(ns, timed):
-    """The peers' keras_fit, with ``import tapeflow as tf``."""
+def tapeflow_fit(ns, timed, steps_per_execution=1):
+    """The peers' keras_fit, with ``import tapeflow as tf``; ``steps_per_execution=N`` runs N
+    batches in each compiled call (compile's argument)."""
     import tapeflow as tf
     W1, b1, W2, b2 = ns["W1"], ns["b1"], ns["W2"], ns["b2"]
     LR, B = ns["LR"], ns["B"]
@@ -176,7 +180,7 @@ def tapeflow_fit(ns, timed):
     m = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(30, activation="relu"),
                              tf.keras.layers.Dense(1)])
     m.layers[0].set_weights([W1, b1]); m.layers[1].set_weights([W2, b2])
-    m.compile(loss="mse", optimizer=tf.optimizers.SGD(LR))
+    m.compile(loss="mse", optimizer=tf.optimizers.SGD(LR), steps_per_execution=steps_per_execution)
 
     def epoch():
         m.fit(X_train, y_train, batch_size=B, epochs=1, shuffle=False, verbose=0)
@@ -185,7 +189,12 @@ def tapeflow_fit(ns, timed):
         r = m.evaluate(X_valid, y_valid, verbose=0)
         return float(np.ravel(np.asarray(r, dtype=np.float64))[0])
 
-    timed("tapeflow model.fit", epoch, val)
+    timed(fit_label(steps_per_execution), epoch, val)
+
+
+def fit_label(steps_per_execution):
+    return "tapeflow model.fit" if steps_per_execution == 1 else \
+        f"tapeflow fit, steps_per_execution={steps_per_execution}"
 
 
 # --- profile ------------------------------------------------------------------------------------
@@ -228,13 +237,22 @@ def main(argv=None):
     ap.add_argument("--peers-file", default=os.environ.get("TAPEFLOW_HOUSING_PEERS_FILE",
                                                            str(DEFAULT_PEERS_FILE)),
                     help="path of peers_housing.py (default ../shared/bench/peers_housing.py)")
+    ap.add_argument("--steps-per-execution", default="8,32",
+                    help="comma-separated N: one more 'fit, steps_per_execution=N' row each "
+                    "(default 8,32; '' for none)")
     ap.add_argument("--profile", action="store_true",
                     help="cProfile one tapeflow custom-loop epoch (top 25 by tottime)")
     ap.add_argument("--profile-fit", action="store_true",
-                    help="cProfile one tapeflow model.fit epoch as well")
+                    help="cProfile one epoch of each tapeflow fit row as well")
     args = ap.parse_args(argv)
     if args.epochs < 1 or args.warmup < 0:
         ap.error("--epochs must be >= 1 and --warmup >= 0")
+    try:
+        args.steps_per_execution = [int(n) for n in args.steps_per_execution.split(",") if n]
+    except ValueError:
+        ap.error(f"--steps-per-execution takes integers, got {args.steps_per_execution!r}")
+    if any(n < 2 for n in args.steps_per_execution):
+        ap.error("--steps-per-execution: each N must be >= 2 (N=1 is the model.fit row)")
 
     explicit = args.peers is not None
     names = [p.strip() for p in (args.peers if explicit else DEFAULT_PEER_NAMES).split(",")
@@ -275,6 +293,8 @@ def main(argv=None):
     tapeflow_custom_loop(ns, rec)
     tapeflow_custom_loop(ns, rec, traced=True)
     tapeflow_fit(ns, rec)
+    for n in args.steps_per_execution:
+        tapeflow_fit(ns, rec, steps_per_execution=n)
 
     ran, skipped = ["numpy"], {}
     for key in wanted[1:]:
@@ -314,7 +334,8 @@ def main(argv=None):
     def agree(row):
         return abs(row["val"] - ref["val"]) <= VAL_TOL
 
-    labels = (["tapeflow custom loop", "tapeflow tf.function", "tapeflow model.fit"]
+    fit_rows = ["tapeflow model.fit"] + [fit_label(n) for n in args.steps_per_execution]
+    labels = (["tapeflow custom loop", "tapeflow tf.function"] + fit_rows
               + [PEERS[k][1] for k in ran])
     head = ["name", "s/epoch", "steps/s", f"val_mse ({args.warmup + args.epochs} ep)",
             "|dval| vs numpy", "same val?", "s / numpy s", "loop speed vs this"]
@@ -351,9 +372,11 @@ def main(argv=None):
     if jit_row is not None:
         v = traced["sps"] / jit_row["sps"]
         checks.append(("tf.function step vs jax.jit, steps/s (reported)", v, "-", None))
-    v = fit["sps"] / traced["sps"]
-    checks.append(("model.fit vs tf.function step, steps/s", v, f">= {TARGET_FIT_VS_TRACED:.1f}x",
-                   v >= TARGET_FIT_VS_TRACED))
+    for lab in fit_rows:
+        v = R[lab]["sps"] / traced["sps"]
+        name = "model.fit" if lab == "tapeflow model.fit" else lab[len("tapeflow "):]
+        checks.append((f"{name} vs tf.function step, steps/s", v,
+                       f">= {TARGET_FIT_VS_TRACED:.1f}x", v >= TARGET_FIT_VS_TRACED))
     for lab, r in (("custom loop", loop), ("model.fit", fit)):
         v = r["s"] / ref["s"]
         checks.append((f"{lab} time / numpy-by-hand time", v, f"<= {TARGET_VS_NUMPY:.1f}x",
@@ -363,7 +386,7 @@ def main(argv=None):
                 [[n, "-" if v is None else f"{v:.2f}x", t,
                   "n/a" if ok is None else ("met" if ok else "MISSED")] for n, v, t, ok in checks])
 
-    wrong = [lab for lab in ("tapeflow custom loop", "tapeflow tf.function", "tapeflow model.fit")
+    wrong = [lab for lab in ["tapeflow custom loop", "tapeflow tf.function"] + fit_rows
              if not agree(R[lab])]
     print(f"\nval MSE check (tapeflow vs numpy by hand, |diff| <= {VAL_TOL:g}; the peers' "
           f"agreement is in brackets, for information): "
@@ -377,7 +400,8 @@ def main(argv=None):
     if args.profile:
         profile_epoch("tapeflow custom loop", rec.keep["tapeflow custom loop"][0])
     if args.profile_fit:
-        profile_epoch("tapeflow model.fit", rec.keep["tapeflow model.fit"][0])
+        for lab in fit_rows:
+            profile_epoch(lab, rec.keep[lab][0])
     return 0 if not wrong else 1
 
 

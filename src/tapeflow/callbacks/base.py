@@ -225,8 +225,13 @@ class ProgbarLogger(Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         if self._bar is not None:
-            self._bar.update(1)
-            if logs and self._bar.n % 20 == 0:
+            # to the batch's index: with steps_per_execution=N it moves N at a time (never past
+            # the epoch, which Keras's index for a last, shorter group of batches would)
+            total = self._bar.total
+            done = batch + 1 if total is None else min(batch + 1, total)
+            before = self._bar.n
+            self._bar.update(max(done - before, 0))
+            if logs and self._bar.n // 20 != before // 20:
                 self._bar.set_postfix({k: _fmt(v) for k, v in logs.items()}, refresh=False)
 
     def on_epoch_end(self, epoch, logs=None):

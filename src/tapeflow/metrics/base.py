@@ -27,6 +27,7 @@ from ..core.dispatch import apply
 from ..core.registry import def_primitive
 from ..core.tensor import Tensor, Variable, convert_to_tensor
 from ..dtypes import as_dtype, numpy_dtype
+from ..core.registry import Inline
 from ..ops.shape import where
 from ..serialization import snake_case
 
@@ -183,6 +184,17 @@ def batch_size_tensor(t):
 def _leading_size(array):
     return backend.array_module(array).asarray(array.shape[0] if array.ndim else 1,
                                                dtype=np.float32)
+
+
+def _metric_values_in_place(in_types, attrs):
+    """``batch_size_tensor`` of an array with axes, in a compiled numpy graph: its length read
+    where it runs, written in place (fit's loss tracker weighs every step by it)."""
+    if attrs["fn"] is not _leading_size or len(in_types) != 1 or not in_types[0][0]:
+        return None
+    return Inline("np.float32({0}.shape[0])")
+
+
+METRIC_VALUES.specialize = _metric_values_in_place
 
 
 def array_function(fn, *operands, **kwargs):
@@ -344,6 +356,15 @@ class Mean(Metric):
         self._update_with_values(values, sample_weight)
 
     def _update_traced(self, values, sample_weight):
+        values = _tensor(values)
+        weight = None if sample_weight is None else _tensor(sample_weight)
+        if values.shape == () and values.dtype == self._dtype and weight is not None and \
+                weight.shape == () and weight.dtype == self._dtype:
+            # one scalar with a scalar weight (fit's running loss, every step): two
+            # operators written in place, the arithmetic MetricSums does for it
+            self.total.assign_add(values * weight)
+            self.count.assign_add(weight)
+            return
         total, count = _traced_sums(values, sample_weight, "mean", self._dtype)
         self.total.assign_add(total)
         self.count.assign_add(count)

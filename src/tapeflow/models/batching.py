@@ -219,11 +219,18 @@ def batches(x, y, sample_weight, batch_size, shuffle=False, rng=None):
         order = rng.permutation(n)
         (_, first), *_ = named_arrays(x, "x")
         order = backend.to_device(order, like=first)
+    given = (x,) if y is None and sample_weight is None else \
+        (x, y) if sample_weight is None else (x, y, sample_weight)
+    plain = all(a is not None and not isinstance(a, dict) and not is_structure(a)
+                for a in given)
     for start in range(0, n, batch_size):
         if order is None:
             sl = slice(start, start + batch_size)
         else:
             sl = order[start:start + batch_size]
+        if plain:  # one array each (the common case): no structure to walk per batch
+            yield tuple(Tensor(a[sl]) for a in given)
+            continue
         def rows(a):
             return None if a is None else map_arrays(lambda v: Tensor(v[sl]), a)
         batch = (rows(x), rows(y), rows(sample_weight))

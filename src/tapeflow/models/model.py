@@ -11,13 +11,16 @@ friends): the forward pass, the gradient, the optimizer's update,
 BatchNormalization's moving statistics, the random draws of Dropout and the
 metrics' state are one graph, traced once for full batches and at most once
 more for a short last batch (see ``make_train_function``).  Callbacks and the
-progress bar read the metrics' results once per batch.  ``compile(run_eagerly=True)`` (or
+progress bar read the metrics' results once per batch, or once per
+``compile(steps_per_execution=N)`` batches, run in one compiled call
+(``models.executions``).  ``compile(run_eagerly=True)`` (or
 ``tf.config.run_functions_eagerly(True)``) runs the Python steps instead; so does
 a train step with the Newton optimizer, whose step reads loss values to accept
 or reject trial points.  An input-gradient penalty (a tape inside the step's
 tape) traces like the rest.
 """
 import functools
+import itertools
 import numbers
 
 import numpy as np
@@ -39,6 +42,7 @@ from ..ops.reduce import reduce_sum
 from ..ops.shape import concat
 from ..tracing.function import function
 from . import batching as data_module
+from . import executions
 from . import model_classes
 from . import feeds
 from . import multi_output
@@ -91,6 +95,7 @@ class Model(Layer):
         self._loss_tracker = None
         self._output_loss_trackers = []
         self.run_eagerly = False
+        self.steps_per_execution = 1
         self.train_function = self.test_function = self.predict_function = None
 
     # --- compile ---------------------------------------------------------------------------------
@@ -101,6 +106,10 @@ class Model(Layer):
 
         ``run_eagerly=True`` runs fit/evaluate/predict's steps as Python, not as traced
         graphs (for debugging; Keras's option).
+
+        ``steps_per_execution=N`` (or "auto") runs N batches in each call of the compiled
+        step, with batch callbacks and logs once per call, as Keras does
+        (``models.executions``).
 
         A metric given as a string is logged under that string, as in Keras
         (``metrics=["mae"]`` logs ``mae`` and ``val_mae``); "accuracy" / "acc"
@@ -148,6 +157,7 @@ class Model(Layer):
             input_gradient = InputGradient(float(input_gradient))
         self.input_gradient = input_gradient
         self.run_eagerly = bool(run_eagerly)
+        self.steps_per_execution = executions.checked(steps_per_execution)
         self._distribute_strategy = replication.current()  # MPIStrategy.scope()
         self.train_function = self.test_function = self.predict_function = None  # traced anew
         self.compiled = True
@@ -293,6 +303,15 @@ class Model(Layer):
             setattr(self, f"{kind}_function", traced)
         return traced
 
+    def _multi_step(self, kind, step):
+        """``step`` run on a list of batches in one call (``models.executions``): made once and
+        kept while ``step`` is the step function, so its compiled graphs are too."""
+        kept = self.__dict__.get("_executions", {}).get(kind)
+        if kept is None or kept[0] is not step:
+            kept = (step, executions.multi_step(step, collect=kind == "predict"))
+            self.__dict__.setdefault("_executions", {})[kind] = kept
+        return kept[1]
+
     def _build_on(self, batch):
         """Build the model eagerly on its first batch, as the eager step does first thing: its
         weights are drawn from the random state as eagerly (a trace gives back its draws).
@@ -376,7 +395,8 @@ class Model(Layer):
             {"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": batch_size,
              "samples": feed.samples, "do_validation": validation_data is not None})
         self.stop_training = False
-        train_function = self.make_train_function()
+        train_steps = self._multi_step("train", self.make_train_function())
+        per_execution = executions.per_execution(self.steps_per_execution, steps)
         self._initial_epoch = None
         # (steps done, the epoch's order seed): a callback resuming mid-epoch sets it at
         # on_train_begin; fit skips those batches of that order, drawing nothing for it
@@ -398,14 +418,15 @@ class Model(Layer):
                 order_seed = _shuffle_seed()
             self._epoch_order_seed = order_seed
             rng = None if order_seed is None else np.random.default_rng(order_seed)
-            for step, batch in enumerate(feed.epoch(rng)):
-                if step < skip:  # done before the checkpoint this fit resumed from
-                    continue
+            # the batches done before the checkpoint this fit resumed from are skipped; the
+            # rest run steps_per_execution at a time, the callbacks called once per execution
+            batches = itertools.islice(feed.epoch(rng), skip, None)
+            for step, group in executions.groups(batches, per_execution, start=skip):
                 cbs.on_train_batch_begin(step)
-                self._build_on(batch)
-                logs = train_function(batch)
+                self._build_on(group[0])
+                logs = train_steps(group)
                 if cbs.wants_batch_logs:
-                    cbs.on_train_batch_end(step, BatchLogs(dict(logs)))
+                    cbs.on_train_batch_end(step + per_execution - 1, BatchLogs(dict(logs)))
                 if self.stop_training:
                     break
             feed.end_epoch()
@@ -439,10 +460,11 @@ class Model(Layer):
         feed = self._feed(x, y, sample_weight, batch_size, steps, "evaluate")
         self.reset_metrics()
         logs = {}
-        test_function = self.make_test_function()
-        for batch in feed.epoch():
-            self._build_on(batch)
-            logs = test_function(batch)
+        test_steps = self._multi_step("test", self.make_test_function())
+        per_execution = executions.per_execution(self.steps_per_execution, feed.steps)
+        for _, group in executions.groups(feed.epoch(), per_execution):
+            self._build_on(group[0])
+            logs = test_steps(group)
         return _as_returned(logs, return_dict)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
@@ -452,11 +474,12 @@ class Model(Layer):
         if strategy is not None:
             return strategy.predict(self, x, batch_size)
         feed = self._feed(x, None, None, batch_size, steps, "predict")
-        predict_function = self.make_predict_function()
+        predict_steps = self._multi_step("predict", self.make_predict_function())
+        per_execution = executions.per_execution(self.steps_per_execution, feed.steps)
         outputs = []
-        for batch in feed.epoch():
-            self._build_on(batch)
-            outputs.append(predict_function(batch[:1]))
+        for _, group in executions.groups(feed.epoch(), per_execution):
+            self._build_on(group[0])
+            outputs.extend(predict_steps([batch[:1] for batch in group]))
         if not outputs:
             raise ValueError("predict: x has no samples")
         # several outputs (a list or dict): each concatenated over the batches
