@@ -24,10 +24,9 @@ import numpy as np
 from .. import backend
 from ..core.context import context
 from ..core.dispatch import apply
-from ..core.registry import def_primitive
+from ..core.registry import Inline, def_primitive
 from ..core.tensor import Tensor, Variable, convert_to_tensor
 from ..dtypes import as_dtype, numpy_dtype
-from ..core.registry import Inline
 from ..ops.shape import where
 from ..serialization import snake_case
 
@@ -150,8 +149,22 @@ def _scalar_sums_kernel(in_types, attrs):
     return sums
 
 
+def _leading_size(array):
+    return backend.array_module(array).asarray(array.shape[0] if array.ndim else 1,
+                                               dtype=np.float32)
+
+
+def _metric_values_in_place(in_types, attrs):
+    """``batch_size_tensor`` of an array with axes, in a compiled numpy graph: its length read
+    where it runs, written in place (fit's loss tracker weighs every step by it)."""
+    if attrs["fn"] is not _leading_size or len(in_types) != 1 or not in_types[0][0]:
+        return None
+    return Inline("np.float32({0}.shape[0])")
+
+
 # metric state: never differentiated
-METRIC_VALUES = def_primitive("MetricValues", _metric_values_kernel, not_differentiable=True)
+METRIC_VALUES = def_primitive("MetricValues", _metric_values_kernel, not_differentiable=True,
+                              specialize=_metric_values_in_place)
 METRIC_SUMS = def_primitive("MetricSums", _metric_sums_kernel, num_outputs=2,
                             not_differentiable=True, specialize=_scalar_sums_kernel)
 
@@ -179,22 +192,6 @@ def batch_size_tensor(t):
     """The leading dimension of ``t`` as a float32 scalar computed when the graph runs, so a
     traced step that weights by it fits every batch size."""
     return apply(METRIC_VALUES, (_tensor(t),), {"fn": _leading_size, "kwargs": ()})
-
-
-def _leading_size(array):
-    return backend.array_module(array).asarray(array.shape[0] if array.ndim else 1,
-                                               dtype=np.float32)
-
-
-def _metric_values_in_place(in_types, attrs):
-    """``batch_size_tensor`` of an array with axes, in a compiled numpy graph: its length read
-    where it runs, written in place (fit's loss tracker weighs every step by it)."""
-    if attrs["fn"] is not _leading_size or len(in_types) != 1 or not in_types[0][0]:
-        return None
-    return Inline("np.float32({0}.shape[0])")
-
-
-METRIC_VALUES.specialize = _metric_values_in_place
 
 
 def array_function(fn, *operands, **kwargs):
