@@ -30,6 +30,7 @@ from ..core.graph import record
 from ..core.registry import GradientRule, Inline
 from ..core.tensor import Tensor
 from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph, describe_source, is_effect
+from .memory_plan import BufferPool, plan_memory
 
 __all__ = ["optimize", "compile_graph", "interpret"]
 
@@ -109,18 +110,24 @@ def _freeze(value):
 
 
 # --- compilation -----------------------------------------------------------------------------
-def compile_graph(graph, tensors=False, xp=np):
+def compile_graph(graph, tensors=False, xp=np, buffers=False, free_dead=True):
     """``run(*input_arrays) -> tuple of output arrays`` for ``graph`` (optimize it first).
 
     With ``tensors``, ``run`` takes and returns Tensors (None for a None output): the
     unwrapping and wrapping are then lines of the same function.  ``xp`` is the array
     module the graph runs on: ops' specialized kernels are numpy's fast paths, so on a
     device every equation calls its op's own forward, which follows its operands' module.
+
+    ``free_dead`` drops each value after its last use (``memory_plan``); ``buffers`` lets
+    large numpy temporaries write into buffers the function keeps between calls, which
+    needs every shape in ``graph.types`` to be the one the graph runs at.
     """
     specialize = xp is np
+    plan = plan_memory(graph, buffers=buffers and specialize) if free_dead or buffers else None
+    pool = BufferPool(plan.buffers) if plan is not None and plan.buffers else None
     filename = f"<tapeflow graph {next(_compiled)}: {len(graph.eqns)} eqns>"
     made_by = {}  # line of the generated source -> the equation it runs
-    namespace = {"Tensor": Tensor, "np": np, "_failed": functools.partial(_failed, filename,
+    namespace = {"Tensor": Tensor, "np": np, "_pool": pool, "_failed": functools.partial(_failed, filename,
                                                                          made_by)}
     lines = []
     for k, vid in enumerate(graph.consts):
@@ -142,12 +149,21 @@ def compile_graph(graph, tensors=False, xp=np):
             names[o] = f"v{o}"
         if e.op is READ:
             lines.append(f"v{e.outputs[0]} = V{e.attrs['variable']}._value")
+            _free(lines, plan, k)
             continue
         if e.op is ASSIGN:
             lines.append(f"V{e.attrs['variable']}._value = {names[e.inputs[0]]}")
+            _free(lines, plan, k)
             continue
         attrs = {a: v for a, v in e.attrs.items() if a != "grad"}
         kernel = None
+        write = plan.writes.get(k) if plan is not None else None
+        if write is not None:  # into buffer b<n> of this call: the template's own ufunc
+            template, buffer = write
+            operands = [names[i] for i in e.inputs]
+            lines.append(f"v{e.outputs[0]} = " + template.format(*operands, out=f"b{buffer}"))
+            _free(lines, plan, k)
+            continue
         if specialize and e.op.specialize is not None:
             kernel = e.op.specialize([graph.types[i] for i in e.inputs], attrs)
         if kernel is None:
@@ -166,11 +182,20 @@ def compile_graph(graph, tensors=False, xp=np):
             lines.append(call)
         else:
             lines.append(f"{', '.join(f'v{o}' for o in e.outputs)}{',' if len(e.outputs) == 1 else ''} = {call}")
+        _free(lines, plan, k)
     wrap = "Tensor({})" if tensors else "{}"
     result = ", ".join("None" if o is None else wrap.format(names[o]) for o in graph.outputs)
     lines.append(f"return ({result}{',' if len(graph.outputs) == 1 else ''})")
-    source = (f"def run({', '.join(args)}):\n    try:\n        " + "\n        ".join(lines) +
-              "\n    except Exception as e:\n        _failed(e)\n        raise\n")
+    if pool is not None:  # this call's buffers, given back however it ends
+        lines.insert(0, f"{''.join(f'b{n}, ' for n in range(len(plan.buffers)))}= _B")
+        source = (f"def run({', '.join(args)}):\n    _B = _pool.take()\n    try:\n        " +
+                  "\n        ".join(lines) + "\n    except Exception as e:\n        _failed(e)\n"
+                  "        raise\n    finally:\n        _pool.give(_B)\n")
+        made_by = {line + 2: e for line, e in made_by.items()}  # two more lines above
+        namespace["_failed"] = functools.partial(_failed, filename, made_by)
+    else:
+        source = (f"def run({', '.join(args)}):\n    try:\n        " + "\n        ".join(lines) +
+                  "\n    except Exception as e:\n        _failed(e)\n        raise\n")
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102
     run = namespace["run"]
     run.source = source
@@ -181,6 +206,13 @@ def compile_graph(graph, tensors=False, xp=np):
 
 
 _compiled = itertools.count()
+
+
+def _free(lines, plan, k):
+    """Drop the values equation ``k`` read last, so their memory serves the next ones."""
+    dead = plan.frees.get(k) if plan is not None else None
+    if dead:
+        lines.append("del " + ", ".join(f"v{v}" for v in dead))
 
 
 def _failed(filename, made_by, error):
