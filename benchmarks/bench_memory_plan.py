@@ -3,13 +3,16 @@
 
 Workloads (issue 22): W5, the housing-sized MLP 8-64-64-1 (ReLU, MSE, Adam) at batch 1,024 and
 8,192, and W1, the MLP 784-512-512-10 (ReLU, softmax cross-entropy, Adam) at batch 128, each as
-one ``tf.function`` step on random data.  The same traced graph is compiled three ways and the
-three run alternately in one process, ``--repeats`` rounds of ``--steps`` steps each:
+one ``tf.function`` step on random data.  The same traced graph is compiled five ways and the
+five run alternately in one process, ``--repeats`` rounds of ``--steps`` steps each:
 
   plain     every temporary held to the end of the call (before memory planning)
   freed     each value dropped after its last use (liveness)
   buffers   freed, and the large elementwise and matmul results written with ``out=`` into
-            buffers the function keeps between calls (tapeflow's default)
+            buffers the function keeps between calls
+  in_place  freed, and optimizer updates written into the Variables' own arrays where
+            nothing else holds them
+  all       all three (tapeflow's default)
 
 Printed per workload and variant: the median milliseconds per step (wall and CPU) and the
 minor page faults per step (``resource.getrusage``), and each variant's speed over plain.
@@ -31,9 +34,11 @@ import numpy as np  # noqa: E402
 import tapeflow as tf  # noqa: E402
 from tapeflow.tracing.compiler import compile_graph  # noqa: E402
 
-VARIANTS = {"plain": dict(free_dead=False, buffers=False),
-            "freed": dict(free_dead=True, buffers=False),
-            "buffers": dict(free_dead=True, buffers=True)}
+VARIANTS = {"plain": dict(free_dead=False),
+            "freed": dict(free_dead=True),
+            "buffers": dict(free_dead=True, buffers=True),
+            "in_place": dict(free_dead=True, in_place=True),
+            "all": dict(free_dead=True, buffers=True, in_place=True)}
 WORKLOADS = {"w5a": ("mlp", 8, (64, 64, 1), 1024), "w5b": ("mlp", 8, (64, 64, 1), 8192),
              "w1": ("ce", 784, (512, 512, 10), 128)}
 
@@ -91,9 +96,11 @@ def main():
             for _ in range(5):
                 run(*inputs)
         results = {variant: [] for variant in runs}
+        order = list(runs)
         for _ in range(args.repeats):
-            for variant, run in runs.items():
-                results[variant].append(timed(run, inputs, args.steps))
+            for variant in order:
+                results[variant].append(timed(runs[variant], inputs, args.steps))
+            order = order[1:] + order[:1]  # no variant always first
         medians = {v: [statistics.median(r[i] for r in rs) for i in range(3)]
                    for v, rs in results.items()}
         base = medians["plain"]

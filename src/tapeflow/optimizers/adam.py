@@ -1,6 +1,9 @@
 """Adam, with the AMSGrad variant: Keras 3's formulas."""
 
+import numpy as np
+
 from .. import backend
+from ..core.in_place import register_in_place
 from ..core.registry import NotDifferentiable, def_primitive
 from .base import Optimizer
 from .step_scalars import factor, number, on_host, sqrt, step_number
@@ -102,7 +105,25 @@ def _apply_adam_amsgrad(var, m, v, v_hat, grad, lr, iterations, *, beta_1, beta_
     return _adam_step(var, m, v_hat, _alpha(lr, iterations, beta_1, beta_2), epsilon), m, v, v_hat
 
 
+def _apply_adam_in_place(var, m, v, grad, lr, iterations, *, beta_1, beta_2, epsilon):
+    """``_apply_adam`` written into var, m and v (numpy), with its operations in its order."""
+    change = grad - m
+    change *= 1.0 - beta_1
+    m += change
+    np.multiply(grad, grad, out=change)
+    change -= v
+    change *= 1.0 - beta_2
+    v += change
+    denominator = np.sqrt(v, out=change)
+    denominator += epsilon
+    step = m * factor(_alpha(lr, iterations, beta_1, beta_2), m)
+    step /= denominator
+    var -= step
+    return var, m, v
+
+
 APPLY_ADAM = def_primitive("ApplyAdam", _apply_adam, num_outputs=3)
+register_in_place("ApplyAdam", _apply_adam_in_place, targets=3)
 APPLY_ADAM_AMSGRAD = def_primitive("ApplyAdamWithAmsgrad", _apply_adam_amsgrad, num_outputs=4)
 NotDifferentiable("ApplyAdam")  # an optimizer step: state, not a differentiable computation
 NotDifferentiable("ApplyAdamWithAmsgrad")

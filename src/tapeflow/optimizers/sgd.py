@@ -1,4 +1,5 @@
 """Stochastic gradient descent, with optional (Nesterov) momentum: Keras 3's formulas."""
+from ..core.in_place import register_in_place
 from ..core.registry import Inline, NotDifferentiable, def_primitive
 from .base import Optimizer
 
@@ -62,6 +63,14 @@ def _apply_momentum(var, m, grad, lr, *, momentum, nesterov):
 
 APPLY_GRADIENT_DESCENT = def_primitive("ApplyGradientDescent", _apply_gradient_descent)
 APPLY_GRADIENT_DESCENT.specialize = lambda in_types, attrs: Inline("{0} - {1} * float({2})")
+
+
+def _apply_gradient_descent_in_place(var, grad, lr):
+    var -= grad * lr.astype(grad.dtype, copy=False)
+    return var
+
+
+register_in_place("ApplyGradientDescent", _apply_gradient_descent_in_place, targets=1)
 APPLY_MOMENTUM = def_primitive("ApplyMomentum", _apply_momentum, num_outputs=2)
 NotDifferentiable("ApplyGradientDescent")  # an optimizer step: state, not differentiated
 NotDifferentiable("ApplyMomentum")

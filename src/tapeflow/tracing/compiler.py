@@ -30,7 +30,7 @@ from ..core.graph import record
 from ..core.registry import GradientRule, Inline
 from ..core.tensor import Tensor
 from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph, describe_source, is_effect
-from .memory_plan import BufferPool, plan_memory
+from .memory_plan import BufferPool, owned, plan_memory
 
 __all__ = ["optimize", "compile_graph", "interpret"]
 
@@ -110,7 +110,7 @@ def _freeze(value):
 
 
 # --- compilation -----------------------------------------------------------------------------
-def compile_graph(graph, tensors=False, xp=np, buffers=False, free_dead=True):
+def compile_graph(graph, tensors=False, xp=np, buffers=False, in_place=False, free_dead=True):
     """``run(*input_arrays) -> tuple of output arrays`` for ``graph`` (optimize it first).
 
     With ``tensors``, ``run`` takes and returns Tensors (None for a None output): the
@@ -120,14 +120,16 @@ def compile_graph(graph, tensors=False, xp=np, buffers=False, free_dead=True):
 
     ``free_dead`` drops each value after its last use (``memory_plan``); ``buffers`` lets
     large numpy temporaries write into buffers the function keeps between calls, which
-    needs every shape in ``graph.types`` to be the one the graph runs at.
+    needs every shape in ``graph.types`` to be the one the graph runs at; ``in_place`` lets
+    optimizer updates overwrite Variables' arrays that nothing else holds.
     """
     specialize = xp is np
-    plan = plan_memory(graph, buffers=buffers and specialize) if free_dead or buffers else None
+    plan = plan_memory(graph, buffers=buffers and specialize, in_place=in_place and specialize) \
+        if free_dead or buffers or in_place else None
     pool = BufferPool(plan.buffers) if plan is not None and plan.buffers else None
     filename = f"<tapeflow graph {next(_compiled)}: {len(graph.eqns)} eqns>"
     made_by = {}  # line of the generated source -> the equation it runs
-    namespace = {"Tensor": Tensor, "np": np, "_pool": pool, "_failed": functools.partial(_failed, filename,
+    namespace = {"Tensor": Tensor, "np": np, "_pool": pool, "_owned": owned, "_failed": functools.partial(_failed, filename,
                                                                          made_by)}
     lines = []
     for k, vid in enumerate(graph.consts):
@@ -141,6 +143,10 @@ def compile_graph(graph, tensors=False, xp=np, buffers=False, free_dead=True):
             lines.append(f"v{vid} = t{vid}._value")
         else:
             args.append(f"v{vid}")
+    if pool is not None:  # buffers fit the traced shapes: other inputs run without them
+        _guard_shapes(graph, lines, namespace, args,
+                      lambda: compile_graph(graph, tensors, xp, in_place=in_place,
+                                                    free_dead=free_dead))
     for i, variable in enumerate(graph.variables):
         namespace[f"V{i}"] = variable
     for k, e in enumerate(graph.eqns):
@@ -176,6 +182,11 @@ def compile_graph(graph, tensors=False, xp=np, buffers=False, free_dead=True):
         else:
             namespace[f"k{k}"] = kernel
             call = f"k{k}({', '.join(operands)})"
+            if plan is not None and k in plan.in_place:  # overwrite state no one else holds
+                in_place, targets = plan.in_place[k]
+                namespace[f"i{k}"] = functools.partial(in_place, **attrs) if attrs else in_place
+                call = (f"(i{k} if _owned({', '.join(names[i] for i in targets)}) else k{k})"
+                        f"({', '.join(operands)})")
         if e.op.num_outputs == 1:
             lines.append(f"v{e.outputs[0]} = {call}")
         elif not e.outputs:  # an effect: tf.print
@@ -206,6 +217,25 @@ def compile_graph(graph, tensors=False, xp=np, buffers=False, free_dead=True):
 
 
 _compiled = itertools.count()
+
+
+def _guard_shapes(graph, lines, namespace, args, compile_unplanned):
+    """A line that hands a call whose inputs differ from the traced shapes to the graph compiled
+    without buffers (made at the first such call): a ConcreteFunction called directly."""
+    known = [vid for vid in graph.inputs if None not in graph.types[vid][0]]
+    if not known:
+        return
+    for vid in known:
+        namespace[f"S{vid}"] = tuple(int(d) for d in graph.types[vid][0])
+    unplanned = []
+
+    def run_unplanned(*inputs):
+        if not unplanned:
+            unplanned.append(compile_unplanned())
+        return unplanned[0](*inputs)
+    namespace["_unplanned"] = run_unplanned
+    differs = " or ".join(f"v{vid}.shape != S{vid}" for vid in known)
+    lines.append(f"if {differs}: return _unplanned({', '.join(args)})")
 
 
 def _free(lines, plan, k):

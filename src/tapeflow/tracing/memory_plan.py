@@ -17,14 +17,16 @@ buffers the compiled function keeps from call to call.
 A buffer is written only by the kernels in ``WRITERS``: numpy ufuncs and ``np.matmul``
 with the operands' dtype, which is what the ops' own forwards compute for float operands.
 """
+import sys
 import threading
 
 import numpy as np
 
 from ..core.backward import _summed_axes
-from .ir import ASSIGN
+from ..core.in_place import in_place_kernel
+from .ir import ASSIGN, READ
 
-__all__ = ["plan_memory", "MemoryPlan", "BufferPool", "WRITERS", "MIN_BUFFER_BYTES"]
+__all__ = ["plan_memory", "MemoryPlan", "BufferPool", "owned", "WRITERS", "MIN_BUFFER_BYTES"]
 
 # Below this a fresh array costs less than the bookkeeping (numpy's small-array cache).
 MIN_BUFFER_BYTES = 64 * 1024
@@ -81,22 +83,26 @@ def _makes_fresh(eqn, types):
 
 class MemoryPlan:
     """``frees[k]``: values to drop after equation k; ``writes[k]``: (template, buffer index)
-    for equation k; ``buffers``: (shape, dtype) of each buffer."""
+    for equation k; ``buffers``: (shape, dtype) of each buffer; ``in_place[k]``: the in-place
+    kernel of update equation k and the operands it overwrites, to run when ``owned``."""
 
-    def __init__(self, frees, writes, buffers):
+    def __init__(self, frees, writes, buffers, in_place):
         self.frees = frees
         self.writes = writes
         self.buffers = buffers
+        self.in_place = in_place
 
 
-def plan_memory(graph, buffers=True):
-    """The ``MemoryPlan`` of ``graph`` (optimized); ``buffers=False`` plans liveness only."""
+def plan_memory(graph, buffers=True, in_place=True):
+    """The ``MemoryPlan`` of ``graph`` (optimized); without ``buffers`` and ``in_place``, its
+    liveness alone."""
     eqns = graph.eqns
     last = {}
     for k, e in enumerate(eqns):
         for i in e.inputs:
             last[i] = k
     kept = set(graph.outputs) | set(graph.inputs) | set(graph.consts)
+    kept.update(v for v, t in graph.types.items() if _small(t))  # not worth a line
     frees = {}
     for k, e in enumerate(eqns):
         for o in e.outputs:
@@ -107,7 +113,61 @@ def plan_memory(graph, buffers=True):
             frees.setdefault(k, []).append(vid)
     frees = {k: sorted(v) for k, v in frees.items()}
     writes, specs = _assign_buffers(graph, last, kept) if buffers else ({}, [])
-    return MemoryPlan(frees, writes, specs)
+    updates = _in_place_updates(graph, last) if in_place else {}
+    return MemoryPlan(frees, writes, specs, updates)
+
+
+def _in_place_updates(graph, last):
+    """Update equations (``core.in_place``) whose overwritten operands are Variables' arrays
+    read for this update alone, and whose results go straight back to those Variables."""
+    read_of = {e.outputs[0]: e.attrs["variable"] for e in graph.eqns if e.op is READ}
+    found = {}
+    for k, e in enumerate(graph.eqns):
+        entry = in_place_kernel(e.op.name)
+        if entry is None:
+            continue
+        kernel, n = entry
+        targets = e.inputs[:n]
+        variables = [read_of.get(i) for i in targets]
+        if None in variables or len(set(variables)) != n or len(e.outputs) < n \
+                or any(last[i] != k for i in targets) \
+                or any(graph.types[i][1].kind != "f" for i in targets) \
+                or _small(graph.types[targets[0]]):
+            continue
+        assigns = graph.eqns[k + 1:k + 1 + n]  # the next equations store every result
+        stored = {a.inputs[0]: a.attrs["variable"] for a in assigns if a.op is ASSIGN}
+        if all(stored.get(o) == var for o, var in zip(e.outputs[:n], variables)):
+            found[k] = (kernel, targets)
+    return found
+
+
+def _counts(arrays):
+    return [sys.getrefcount(a) for a in arrays]
+
+
+def _probe(*arrays):  # ``owned``'s own calling form: a *arrays tuple handed to ``_counts``
+    return _counts(arrays)
+
+
+def _unshared_count():
+    """References an array has, as ``owned`` counts them, when a Variable and one local of the
+    compiled function hold it and nothing else (the interpreter's own count varies by version)."""
+    holder = type("Holder", (), {})()
+    holder.value = np.empty(1)
+    namespace = {"holder": holder, "probe_counts": _probe}
+    exec("def probe():\n    a = holder.value\n    return probe_counts(a)[0]\n", namespace)  # noqa: S102
+    return namespace["probe"]()
+
+
+_UNSHARED = _unshared_count()
+
+
+def owned(*arrays):
+    """True when each of ``arrays`` (each held by one Variable and one local of the calling
+    compiled function) is held by nothing else, no view and no eager tensor, and may be
+    written: then an update may overwrite it and no one can tell."""
+    return all(a.base is None and a.flags.writeable for a in arrays) and \
+        all(count == _UNSHARED for count in _counts(arrays))
 
 
 def _assign_buffers(graph, last, kept):
@@ -138,6 +198,12 @@ def _assign_buffers(graph, last, kept):
     return writes, specs
 
 
+def _small(value_type):
+    shape, dtype = value_type
+    return None not in shape and \
+        np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64)) < MIN_BUFFER_BYTES
+
+
 def _template(eqn, types):
     writer = WRITERS.get(eqn.op.name)
     if writer is None or len(eqn.outputs) != 1:
@@ -146,9 +212,7 @@ def _template(eqn, types):
     if None in shape or dtype.kind != "f":
         return None
     in_types = [types[i] for i in eqn.inputs]
-    if any(None in s or d != dtype for s, d in in_types):
-        return None
-    if dtype.itemsize * int(np.prod(shape, dtype=np.int64)) < MIN_BUFFER_BYTES:
+    if any(None in s or d != dtype for s, d in in_types) or _small((shape, dtype)):
         return None
     return writer(in_types, eqn.attrs)
 
