@@ -182,11 +182,11 @@ def compile_graph(graph, tensors=False, xp=np, buffers=False, in_place=False, fr
         else:
             namespace[f"k{k}"] = kernel
             call = f"k{k}({', '.join(operands)})"
-            if plan is not None and k in plan.in_place:  # overwrite state no one else holds
-                in_place, targets = plan.in_place[k]
-                namespace[f"i{k}"] = functools.partial(in_place, **attrs) if attrs else in_place
-                call = (f"(i{k} if _owned({', '.join(names[i] for i in targets)}) else k{k})"
-                        f"({', '.join(operands)})")
+        if plan is not None and k in plan.in_place:  # overwrite state no one else holds
+            in_place, targets = plan.in_place[k]
+            namespace[f"i{k}"] = functools.partial(in_place, **attrs) if attrs else in_place
+            call = (f"(i{k}({', '.join(operands)}) if _owned("
+                    f"{', '.join(names[i] for i in targets)}) else {call})")
         if e.op.num_outputs == 1:
             lines.append(f"v{e.outputs[0]} = {call}")
         elif not e.outputs:  # an effect: tf.print

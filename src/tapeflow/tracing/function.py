@@ -662,7 +662,8 @@ class ConcreteFunction:
                 isinstance(v, Tensor) for v in structured_outputs.values()):
             self._flat_dict = (sorted(structured_outputs), list(structured_outputs))
         self.optimized_graph = graph if optimized else optimize(graph)
-        # traced (or loaded) under the current device, whose array module its constants use
+        # traced (or loaded) under the current device, whose array module its constants use;
+        # its buffers fit the traced shapes (a call at relaxed sizes runs without them)
         self._run = compile_graph(self.optimized_graph, tensors=True, xp=backend.device_module(),
                                   buffers=True, in_place=True)
         # set by the tf.function that traced it: the call's (args, kwargs), tensors as
@@ -680,10 +681,6 @@ class ConcreteFunction:
                 if alt is not None and len(alt[0]) == len(shape):
                     graph.types[vid] = (tuple(None if a != b else a for a, b in zip(shape, alt[0])),
                                         dtype)
-        # the buffers of the compiled graph were sized for the first trace's shapes: the free
-        # dimensions now run at other sizes, so compile again without those buffers
-        self._run = compile_graph(self.optimized_graph, tensors=True, xp=backend.device_module(),
-                                  buffers=True, in_place=True)
         if self.structured_arguments is not None:
             inputs = iter(self.graph.inputs)
             self.structured_arguments = nest.map_structure(
