@@ -12,10 +12,14 @@ five run alternately in one process, ``--repeats`` rounds of ``--steps`` steps e
             buffers the function keeps between calls
   in_place  freed, and optimizer updates written into the Variables' own arrays where
             nothing else holds them
-  all       all three (tapeflow's default)
+  all       all three
 
-Printed per workload and variant: the median milliseconds per step (wall and CPU) and the
-minor page faults per step (``resource.getrusage``), and each variant's speed over plain.
+tapeflow's default is freed + in_place: buffers measured no faster than freeing alone
+(``memory_plan.BUFFERS``).
+
+Printed per workload and variant: the median milliseconds per step (wall and CPU), the minor
+page faults per step (``resource.getrusage``), and its speed over plain (the median of the
+rounds' ratios).
 
 Usage:  python benchmarks/bench_memory_plan.py [--steps 50] [--repeats 7] [--workloads w5a,w5b,w1]
 """
@@ -88,7 +92,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     args = parser.parse_args()
-    print(f"{'workload':>8} {'variant':>8} {'ms':>8} {'cpu ms':>8} {'faults':>7} "
+    print(f"{'workload':>8} {'variant':>8} {'ms':>8} {'steps/s':>8} {'cpu ms':>8} {'faults':>7} "
           f"{'speed (wall)':>12} {'speed (cpu)':>11}")
     for name in args.workloads.split(","):
         runs, inputs = make_step(*WORKLOADS[name])
@@ -101,12 +105,15 @@ def main():
             for variant in order:
                 results[variant].append(timed(runs[variant], inputs, args.steps))
             order = order[1:] + order[:1]  # no variant always first
-        medians = {v: [statistics.median(r[i] for r in rs) for i in range(3)]
-                   for v, rs in results.items()}
-        base = medians["plain"]
-        for variant, (ms, cpu, faults) in medians.items():
-            print(f"{name:>8} {variant:>8} {ms:>8.3f} {cpu:>8.3f} {faults:>7.1f} "
-                  f"{base[0] / ms:>11.2f}x {base[1] / cpu:>10.2f}x")
+        base = results["plain"]
+        for variant, rs in results.items():
+            ms, cpu, faults = (statistics.median(r[i] for r in rs) for i in range(3))
+            # speeds as the median of each round's ratio: rounds are adjacent in time, so a
+            # load that drifts over the run (a shared machine) cancels out of each ratio
+            wall_speed = statistics.median(b[0] / r[0] for b, r in zip(base, rs))
+            cpu_speed = statistics.median(b[1] / r[1] for b, r in zip(base, rs))
+            print(f"{name:>8} {variant:>8} {ms:>8.3f} {1e3 / ms:>8.1f} {cpu:>8.3f} {faults:>7.1f} "
+                  f"{wall_speed:>11.2f}x {cpu_speed:>10.2f}x")
     return 0
 
 

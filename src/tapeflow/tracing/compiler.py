@@ -30,6 +30,7 @@ from ..core.graph import record
 from ..core.registry import GradientRule, Inline
 from ..core.tensor import Tensor
 from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph, describe_source, is_effect
+from . import memory_plan
 from .memory_plan import BufferPool, owned, plan_memory
 
 __all__ = ["optimize", "compile_graph", "interpret"]
@@ -110,7 +111,7 @@ def _freeze(value):
 
 
 # --- compilation -----------------------------------------------------------------------------
-def compile_graph(graph, tensors=False, xp=np, buffers=False, in_place=False, free_dead=True):
+def compile_graph(graph, tensors=False, xp=np, buffers=None, in_place=False, free_dead=True):
     """``run(*input_arrays) -> tuple of output arrays`` for ``graph`` (optimize it first).
 
     With ``tensors``, ``run`` takes and returns Tensors (None for a None output): the
@@ -119,11 +120,13 @@ def compile_graph(graph, tensors=False, xp=np, buffers=False, in_place=False, fr
     device every equation calls its op's own forward, which follows its operands' module.
 
     ``free_dead`` drops each value after its last use (``memory_plan``); ``buffers`` lets
-    large numpy temporaries write into buffers the function keeps between calls, which
-    needs every shape in ``graph.types`` to be the one the graph runs at; ``in_place`` lets
-    optimizer updates overwrite Variables' arrays that nothing else holds.
+    large numpy temporaries write into buffers the function keeps between calls (None:
+    ``memory_plan.BUFFERS``), at the shapes in ``graph.types`` (other shapes run without
+    them); ``in_place`` lets optimizer updates overwrite Variables' arrays nothing else holds.
     """
     specialize = xp is np
+    if buffers is None:
+        buffers = memory_plan.BUFFERS
     plan = plan_memory(graph, buffers=buffers and specialize, in_place=in_place and specialize) \
         if free_dead or buffers or in_place else None
     pool = BufferPool(plan.buffers) if plan is not None and plan.buffers else None
@@ -145,7 +148,7 @@ def compile_graph(graph, tensors=False, xp=np, buffers=False, in_place=False, fr
             args.append(f"v{vid}")
     if pool is not None:  # buffers fit the traced shapes: other inputs run without them
         _guard_shapes(graph, lines, namespace, args,
-                      lambda: compile_graph(graph, tensors, xp, in_place=in_place,
+                      lambda: compile_graph(graph, tensors, xp, buffers=False, in_place=in_place,
                                                     free_dead=free_dead))
     for i, variable in enumerate(graph.variables):
         namespace[f"V{i}"] = variable

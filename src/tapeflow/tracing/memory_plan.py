@@ -26,10 +26,16 @@ from ..core.backward import _summed_axes
 from ..core.in_place import in_place_kernel
 from .ir import ASSIGN, READ
 
-__all__ = ["plan_memory", "MemoryPlan", "BufferPool", "owned", "WRITERS", "MIN_BUFFER_BYTES"]
+__all__ = ["plan_memory", "MemoryPlan", "BufferPool", "owned", "WRITERS", "MIN_BUFFER_BYTES",
+           "BUFFERS"]
 
 # Below this a fresh array costs less than the bookkeeping (numpy's small-array cache).
 MIN_BUFFER_BYTES = 64 * 1024
+# Whether compiled functions use buffers unless told: not by default, as they measured no
+# faster than dropping dead values alone, since the allocator (``tapeflow/allocator.py``) hands
+# a freed block straight to the next temporary (benchmarks/bench_memory_plan.py: CPU time per
+# step 0.99-1.02x of freeing alone on W1 and W5), and they hold their memory between calls.
+BUFFERS = False
 
 
 def _ufunc(name, arity):
