@@ -29,8 +29,8 @@ from ..core.dispatch import apply
 from ..core.graph import record
 from ..core.registry import GradientRule, Inline
 from ..core.tensor import Tensor
-from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph, describe_source, is_effect
 from . import memory_plan
+from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph, describe_source, is_effect
 from .memory_plan import BufferPool, owned, plan_memory
 
 __all__ = ["optimize", "compile_graph", "interpret"]
@@ -132,8 +132,7 @@ def compile_graph(graph, tensors=False, xp=np, buffers=None, in_place=False, fre
     pool = BufferPool(plan.buffers) if plan is not None and plan.buffers else None
     filename = f"<tapeflow graph {next(_compiled)}: {len(graph.eqns)} eqns>"
     made_by = {}  # line of the generated source -> the equation it runs
-    namespace = {"Tensor": Tensor, "np": np, "_pool": pool, "_owned": owned, "_failed": functools.partial(_failed, filename,
-                                                                         made_by)}
+    namespace = {"Tensor": Tensor, "np": np, "_pool": pool, "_owned": owned}
     lines = []
     for k, vid in enumerate(graph.consts):
         namespace[f"c{vid}"] = graph.consts[vid]
@@ -149,11 +148,11 @@ def compile_graph(graph, tensors=False, xp=np, buffers=None, in_place=False, fre
     if pool is not None:  # buffers fit the traced shapes: other inputs run without them
         _guard_shapes(graph, lines, namespace, args,
                       lambda: compile_graph(graph, tensors, xp, buffers=False, in_place=in_place,
-                                                    free_dead=free_dead))
+                                            free_dead=free_dead))
     for i, variable in enumerate(graph.variables):
         namespace[f"V{i}"] = variable
     for k, e in enumerate(graph.eqns):
-        made_by[len(lines) + 3] = e  # 'def run', 'try:', then the lines so far
+        made_by[len(lines) + 1] = e  # counted from the first of ``lines`` (line 1)
         for o in e.outputs:
             names[o] = f"v{o}"
         if e.op is READ:
@@ -186,8 +185,8 @@ def compile_graph(graph, tensors=False, xp=np, buffers=None, in_place=False, fre
             namespace[f"k{k}"] = kernel
             call = f"k{k}({', '.join(operands)})"
         if plan is not None and k in plan.in_place:  # overwrite state no one else holds
-            in_place, targets = plan.in_place[k]
-            namespace[f"i{k}"] = functools.partial(in_place, **attrs) if attrs else in_place
+            update, targets = plan.in_place[k]
+            namespace[f"i{k}"] = functools.partial(update, **attrs) if attrs else update
             call = (f"(i{k}({', '.join(operands)}) if _owned("
                     f"{', '.join(names[i] for i in targets)}) else {call})")
         if e.op.num_outputs == 1:
@@ -200,16 +199,10 @@ def compile_graph(graph, tensors=False, xp=np, buffers=None, in_place=False, fre
     wrap = "Tensor({})" if tensors else "{}"
     result = ", ".join("None" if o is None else wrap.format(names[o]) for o in graph.outputs)
     lines.append(f"return ({result}{',' if len(graph.outputs) == 1 else ''})")
-    if pool is not None:  # this call's buffers, given back however it ends
-        lines.insert(0, f"{''.join(f'b{n}, ' for n in range(len(plan.buffers)))}= _B")
-        source = (f"def run({', '.join(args)}):\n    _B = _pool.take()\n    try:\n        " +
-                  "\n        ".join(lines) + "\n    except Exception as e:\n        _failed(e)\n"
-                  "        raise\n    finally:\n        _pool.give(_B)\n")
-        made_by = {line + 2: e for line, e in made_by.items()}  # two more lines above
-        namespace["_failed"] = functools.partial(_failed, filename, made_by)
-    else:
-        source = (f"def run({', '.join(args)}):\n    try:\n        " + "\n        ".join(lines) +
-                  "\n    except Exception as e:\n        _failed(e)\n        raise\n")
+    source, offset = _function_source(args, lines, len(plan.buffers) if pool is not None else 0)
+    # the generated line that raised -> the equation it runs, for the error's note
+    made_by = {line + offset: e for line, e in made_by.items()}
+    namespace["_failed"] = functools.partial(_failed, filename, made_by)
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102
     run = namespace["run"]
     run.source = source
@@ -220,6 +213,19 @@ def compile_graph(graph, tensors=False, xp=np, buffers=None, in_place=False, fre
 
 
 _compiled = itertools.count()
+
+
+def _function_source(args, lines, n_buffers):
+    """``def run(...)`` around ``lines`` and how many lines come before the first of them;
+    with buffers, the call takes a tuple of them first and gives it back however it ends."""
+    body = "\n        ".join(lines)
+    if not n_buffers:
+        return (f"def run({', '.join(args)}):\n    try:\n        {body}\n"
+                "    except Exception as e:\n        _failed(e)\n        raise\n"), 2
+    unpack = "".join(f"b{n}, " for n in range(n_buffers)) + "= _B"
+    return (f"def run({', '.join(args)}):\n    _B = _pool.take()\n    try:\n        {unpack}\n"
+            f"        {body}\n    except Exception as e:\n        _failed(e)\n        raise\n"
+            "    finally:\n        _pool.give(_B)\n"), 4
 
 
 def _guard_shapes(graph, lines, namespace, args, compile_unplanned):

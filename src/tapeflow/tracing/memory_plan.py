@@ -136,6 +136,7 @@ def _in_place_updates(graph, last):
         targets = e.inputs[:n]
         variables = [read_of.get(i) for i in targets]
         if None in variables or len(set(variables)) != n or len(e.outputs) < n \
+                or set(targets) & set(e.inputs[n:]) \
                 or any(last[i] != k for i in targets) \
                 or any(graph.types[i][1].kind != "f" for i in targets) \
                 or _small(graph.types[targets[0]]):
