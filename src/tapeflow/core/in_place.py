@@ -5,7 +5,9 @@ which the step then assigns back.  Where the old arrays can be seen by no one el
 compiled graph may call the op's in-place kernel instead: the same arithmetic, in the same
 order (so the same bits), written into the first ``targets`` operands, which it returns.
 The compiled graph decides when that is safe (``tracing/memory_plan.py``); an op registers
-its kernel here, beside its forward.
+its kernel here, beside its forward.  As with TensorFlow's resource variables without
+``use_locking``, another thread reading a Variable while a step updates it may see the update
+half done (a fresh array is swapped in whole).
 """
 
 __all__ = ["register_in_place", "in_place_kernel"]
