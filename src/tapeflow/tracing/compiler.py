@@ -11,9 +11,8 @@ no Tensor objects, no dictionary lookups while it runs (tinygrad's TinyJit
 replays the same way, with the input buffers swapped in); an op whose kernel is
 a Python operator is written as that operator (``registry.Inline``).  Each value is
 dropped after its last use, and optimizer updates may write into their Variables' arrays
-(``memory_plan``).  Its source is
-built from integers and those templates of tapeflow's own op modules: op names,
-attributes and anything else from a graph never become code.
+(``memory_plan``).  Its source is built from integers and those templates of tapeflow's
+own op modules: op names, attributes and anything else from a graph never become code.
 
 ``interpret`` runs a graph op by op through ``apply`` on Tensors instead: that
 is how a call under a GradientTape (or inside another trace) is recorded, so
