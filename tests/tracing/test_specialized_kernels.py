@@ -9,6 +9,7 @@ import pytest
 
 import tapeflow as tf  # noqa: F401 - registers every op
 from tapeflow.core.registry import Inline, registered_primitives
+from tapeflow.metrics.base import _leading_size
 
 RNG = np.random.default_rng(0)
 
@@ -67,6 +68,9 @@ CASES = {
         ((np.float32(1.25), np.asarray(7.0, np.float32)),
          {"reduce": "mean", "dtype": np.dtype(np.float32)}),
     ],
+    # fit's loss tracker weighs each step by the batch's length, read where the graph runs
+    "MetricValues": [((arr(32, 8),), {"fn": _leading_size, "kwargs": ()}),
+                     ((arr(7),), {"fn": _leading_size, "kwargs": ()})],
 }
 
 # Inputs a specializer must decline (the general forward handles them).
@@ -80,6 +84,8 @@ DECLINED = {
     "Relu": [((np.arange(5, dtype=np.int32) - 2,), {})],
     "MetricSums": [((arr(32), np.asarray(32.0, np.float32)),
                     {"reduce": "mean", "dtype": np.dtype(np.float32)})],
+    "MetricValues": [((np.asarray(3.0),), {"fn": _leading_size, "kwargs": ()}),
+                     ((arr(32, 8),), {"fn": np.sum, "kwargs": ()})],
 }
 
 

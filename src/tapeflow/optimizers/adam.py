@@ -1,6 +1,9 @@
 """Adam, with the AMSGrad variant: Keras 3's formulas."""
 
+import numpy as np
+
 from .. import backend
+from ..core.in_place import register_in_place
 from ..core.registry import def_primitive
 from .base import Optimizer
 from .step_scalars import factor, number, on_host, sqrt, step_number
@@ -46,6 +49,27 @@ def _apply_adam_amsgrad(var, m, v, v_hat, grad, lr, iterations, *, beta_1, beta_
     m, v = moments(m, v, grad, beta_1, beta_2)
     v_hat = backend.array_module(v).maximum(v_hat, v)
     return _adam_step(var, m, v_hat, _alpha(lr, iterations, beta_1, beta_2), epsilon), m, v, v_hat
+
+
+def _apply_adam_in_place(var, m, v, grad, lr, iterations, *, beta_1, beta_2, epsilon):
+    """``_apply_adam`` written into var, m and v (numpy), with its operations in its order:
+    what a compiled step runs where no one else sees the old arrays (``core/in_place.py``)."""
+    change = grad - m
+    change *= 1.0 - beta_1
+    m += change
+    np.multiply(grad, grad, out=change)
+    change -= v
+    change *= 1.0 - beta_2
+    v += change
+    denominator = np.sqrt(v, out=change)
+    denominator += epsilon
+    step = m * factor(_alpha(lr, iterations, beta_1, beta_2), m)
+    step /= denominator
+    var -= step
+    return var, m, v
+
+
+register_in_place("ApplyAdam", _apply_adam_in_place, targets=3)
 
 
 class Adam(Optimizer):

@@ -1,4 +1,5 @@
 """Stochastic gradient descent, with optional (Nesterov) momentum: Keras 3's formulas."""
+from ..core.in_place import register_in_place
 from ..core.registry import Inline, def_primitive
 from .base import Optimizer
 
@@ -23,6 +24,15 @@ def _apply_momentum(var, m, grad, lr, *, momentum, nesterov):
 
 def _gradient_descent_kernel(in_types, attrs):
     return Inline("{0} - {1} * float({2})")
+
+
+def _apply_gradient_descent_in_place(var, grad, lr):
+    """``_apply_gradient_descent`` written into var (``core/in_place.py``)."""
+    var -= grad * lr.astype(grad.dtype, copy=False)
+    return var
+
+
+register_in_place("ApplyGradientDescent", _apply_gradient_descent_in_place, targets=1)
 
 
 class SGD(Optimizer):

@@ -9,9 +9,10 @@ operands with equal attributes is computed once) and dead-code elimination
 equation, each calling the op's own array kernel on local variables: no tape,
 no Tensor objects, no dictionary lookups while it runs (tinygrad's TinyJit
 replays the same way, with the input buffers swapped in); an op whose kernel is
-a Python operator is written as that operator (``registry.Inline``).  Its source is
-built from integers and those templates of tapeflow's own op modules: op names,
-attributes and anything else from a graph never become code.
+a Python operator is written as that operator (``registry.Inline``).  Each value is
+dropped after its last use, and optimizer updates may write into their Variables' arrays
+(``memory_plan``).  Its source is built from integers and those templates of tapeflow's
+own op modules: op names, attributes and anything else from a graph never become code.
 
 ``interpret`` runs a graph op by op through ``apply`` on Tensors instead: that
 is how a call under a GradientTape (or inside another trace) is recorded, so
@@ -29,7 +30,9 @@ from ..core.dispatch import apply
 from ..core.graph import record
 from ..core.registry import GradientRule, Inline
 from ..core.tensor import Tensor
+from . import memory_plan
 from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph, describe_source, is_effect
+from .memory_plan import BufferPool, owned, plan_memory
 
 __all__ = ["optimize", "compile_graph", "interpret"]
 
@@ -109,19 +112,28 @@ def _freeze(value):
 
 
 # --- compilation -----------------------------------------------------------------------------
-def compile_graph(graph, tensors=False, xp=np):
+def compile_graph(graph, tensors=False, xp=np, buffers=None, in_place=False, free_dead=True):
     """``run(*input_arrays) -> tuple of output arrays`` for ``graph`` (optimize it first).
 
     With ``tensors``, ``run`` takes and returns Tensors (None for a None output): the
     unwrapping and wrapping are then lines of the same function.  ``xp`` is the array
     module the graph runs on: ops' specialized kernels are numpy's fast paths, so on a
     device every equation calls its op's own forward, which follows its operands' module.
+
+    ``free_dead`` drops each value after its last use (``memory_plan``); ``buffers`` lets
+    large numpy temporaries write into buffers the function keeps between calls (None:
+    ``memory_plan.BUFFERS``), at the shapes in ``graph.types`` (other shapes run without
+    them); ``in_place`` lets optimizer updates overwrite Variables' arrays nothing else holds.
     """
     specialize = xp is np
+    if buffers is None:
+        buffers = memory_plan.BUFFERS
+    plan = plan_memory(graph, buffers=buffers and specialize, in_place=in_place and specialize) \
+        if free_dead or buffers or in_place else None
+    pool = BufferPool(plan.buffers) if plan is not None and plan.buffers else None
     filename = f"<tapeflow graph {next(_compiled)}: {len(graph.eqns)} eqns>"
     made_by = {}  # line of the generated source -> the equation it runs
-    namespace = {"Tensor": Tensor, "np": np, "_failed": functools.partial(_failed, filename,
-                                                                         made_by)}
+    namespace = {"Tensor": Tensor, "np": np, "_pool": pool, "_owned": owned}
     lines = []
     for k, vid in enumerate(graph.consts):
         namespace[f"c{vid}"] = graph.consts[vid]
@@ -134,20 +146,33 @@ def compile_graph(graph, tensors=False, xp=np):
             lines.append(f"v{vid} = t{vid}._value")
         else:
             args.append(f"v{vid}")
+    if pool is not None:  # buffers fit the traced shapes: other inputs run without them
+        _guard_shapes(graph, lines, namespace, args,
+                      lambda: compile_graph(graph, tensors, xp, buffers=False, in_place=in_place,
+                                            free_dead=free_dead))
     for i, variable in enumerate(graph.variables):
         namespace[f"V{i}"] = variable
     for k, e in enumerate(graph.eqns):
-        made_by[len(lines) + 3] = e  # 'def run', 'try:', then the lines so far
+        made_by[len(lines) + 1] = e  # counted from the first of ``lines`` (line 1)
         for o in e.outputs:
             names[o] = f"v{o}"
         if e.op is READ:
             lines.append(f"v{e.outputs[0]} = V{e.attrs['variable']}._value")
+            _free(lines, plan, k)
             continue
         if e.op is ASSIGN:
             lines.append(f"V{e.attrs['variable']}._value = {names[e.inputs[0]]}")
+            _free(lines, plan, k)
             continue
         attrs = {a: v for a, v in e.attrs.items() if a != "grad"}
         kernel = None
+        write = plan.writes.get(k) if plan is not None else None
+        if write is not None:  # into buffer b<n> of this call: the template's own ufunc
+            template, buffer = write
+            operands = [names[i] for i in e.inputs]
+            lines.append(f"v{e.outputs[0]} = " + template.format(*operands, out=f"b{buffer}"))
+            _free(lines, plan, k)
+            continue
         if specialize and e.op.specialize is not None:
             kernel = e.op.specialize([graph.types[i] for i in e.inputs], attrs)
         if kernel is None:
@@ -160,17 +185,25 @@ def compile_graph(graph, tensors=False, xp=np):
         else:
             namespace[f"k{k}"] = kernel
             call = f"k{k}({', '.join(operands)})"
+        if plan is not None and k in plan.in_place:  # overwrite state no one else holds
+            update, targets = plan.in_place[k]
+            namespace[f"i{k}"] = functools.partial(update, **attrs) if attrs else update
+            call = (f"(i{k}({', '.join(operands)}) if _owned("
+                    f"{', '.join(names[i] for i in targets)}) else {call})")
         if e.op.num_outputs == 1:
             lines.append(f"v{e.outputs[0]} = {call}")
         elif not e.outputs:  # an effect: tf.print
             lines.append(call)
         else:
             lines.append(f"{', '.join(f'v{o}' for o in e.outputs)}{',' if len(e.outputs) == 1 else ''} = {call}")
+        _free(lines, plan, k)
     wrap = "Tensor({})" if tensors else "{}"
     result = ", ".join("None" if o is None else wrap.format(names[o]) for o in graph.outputs)
     lines.append(f"return ({result}{',' if len(graph.outputs) == 1 else ''})")
-    source = (f"def run({', '.join(args)}):\n    try:\n        " + "\n        ".join(lines) +
-              "\n    except Exception as e:\n        _failed(e)\n        raise\n")
+    source, offset = _function_source(args, lines, len(plan.buffers) if pool is not None else 0)
+    # the generated line that raised -> the equation it runs, for the error's note
+    made_by = {line + offset: e for line, e in made_by.items()}
+    namespace["_failed"] = functools.partial(_failed, filename, made_by)
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102
     run = namespace["run"]
     run.source = source
@@ -181,6 +214,45 @@ def compile_graph(graph, tensors=False, xp=np):
 
 
 _compiled = itertools.count()
+
+
+def _function_source(args, lines, n_buffers):
+    """``def run(...)`` around ``lines`` and how many lines come before the first of them;
+    with buffers, the call takes a tuple of them first and gives it back however it ends."""
+    body = "\n        ".join(lines)
+    if not n_buffers:
+        return (f"def run({', '.join(args)}):\n    try:\n        {body}\n"
+                "    except Exception as e:\n        _failed(e)\n        raise\n"), 2
+    unpack = "".join(f"b{n}, " for n in range(n_buffers)) + "= _B"
+    return (f"def run({', '.join(args)}):\n    _B = _pool.take()\n    try:\n        {unpack}\n"
+            f"        {body}\n    except Exception as e:\n        _failed(e)\n        raise\n"
+            "    finally:\n        _pool.give(_B)\n"), 4
+
+
+def _guard_shapes(graph, lines, namespace, args, compile_unplanned):
+    """A line that hands a call whose inputs differ from the traced shapes to the graph compiled
+    without buffers (made at the first such call): a ConcreteFunction called directly."""
+    known = [vid for vid in graph.inputs if None not in graph.types[vid][0]]
+    if not known:
+        return
+    for vid in known:
+        namespace[f"S{vid}"] = tuple(int(d) for d in graph.types[vid][0])
+    unplanned = []
+
+    def run_unplanned(*inputs):
+        if not unplanned:
+            unplanned.append(compile_unplanned())
+        return unplanned[0](*inputs)
+    namespace["_unplanned"] = run_unplanned
+    differs = " or ".join(f"v{vid}.shape != S{vid}" for vid in known)
+    lines.append(f"if {differs}: return _unplanned({', '.join(args)})")
+
+
+def _free(lines, plan, k):
+    """Drop the values equation ``k`` read last, so their memory serves the next ones."""
+    dead = plan.frees.get(k) if plan is not None else None
+    if dead:
+        lines.append("del " + ", ".join(f"v{v}" for v in dead))
 
 
 def _failed(filename, made_by, error):

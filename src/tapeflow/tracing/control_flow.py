@@ -344,7 +344,7 @@ def _while_grad(op, *dys):
     loop = (op.get_attr("cond"), op.get_attr("body"), op.get_attr("maximum_iterations"))
     nb = cotangent_batch_ndim(op, dys)
     ins = list(op.inputs)
-    init, caps = ins[:n_vars], ins[n_vars:]
+    init = ins[:n_vars]
     ctx = context()
     if ctx.trace is not None and not (ctx.tapes or ctx.accumulators or ctx.watchers):
         # In a trace, with nothing recording this backward pass: one WhileGrad equation that

@@ -664,7 +664,8 @@ class ConcreteFunction:
             self._flat_dict = (sorted(structured_outputs), list(structured_outputs))
         self.optimized_graph = graph if optimized else optimize(graph)
         # traced (or loaded) under the current device, whose array module its constants use
-        self._run = compile_graph(self.optimized_graph, tensors=True, xp=backend.device_module())
+        self._run = compile_graph(self.optimized_graph, tensors=True, xp=backend.device_module(),
+                                  in_place=True)
         # set by the tf.function that traced it: the call's (args, kwargs), tensors as
         # TensorSpecs, and the Python function's parameters (a save records both)
         self.structured_arguments = None
