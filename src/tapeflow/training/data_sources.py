@@ -40,7 +40,7 @@ from .errors import DataError
 from .section import Section
 
 __all__ = ["SplitConfig", "DataSource", "CaliforniaHousingData", "DigitsData", "CsvData", "NpzData",
-           "DataConfig", "Dataset", "load_data", "read_csv_rows", "csv_columns"]
+           "DataConfig", "Dataset", "load_data", "load_columns", "read_csv_rows", "csv_columns"]
 
 
 class SplitConfig(Section):
@@ -109,8 +109,13 @@ class Dataset:
 
 def load_data(config: DataConfig, base_dir: Union[str, os.PathLike]) -> Dataset:
     """Read, check and split the data; relative paths resolve against ``base_dir``."""
-    if hasattr(config, "load"):  # text_image_sources' sources read and split themselves
+    if hasattr(config, "load"):  # text_image_sources' and named_sources' read and split themselves
         return config.load(base_dir)
+    return load_columns(config, base_dir)
+
+
+def load_columns(config, base_dir):
+    """``load_data`` for the sources of one feature array and one target array."""
     n_classes = None
     if isinstance(config, CaliforniaHousingData):
         name, x, y, features, targets = _read_housing()

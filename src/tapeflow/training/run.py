@@ -54,6 +54,7 @@ from .checkpointing import RunCheckpoints
 from .mlflow_log import MlflowLog, check_installed as check_mlflow_installed
 from .run_config import RunConfig, dump_yaml, load_config, parse_config
 from .data_sources import load_data
+from .named_sources import n_rows
 from .errors import CheckpointError, ConfigError, TrainingError, UserError
 
 __all__ = ["train", "Run", "check_device"]
@@ -419,7 +420,7 @@ class _Trainer:
         cfg = self.cfg.training
         if self.checkpoints.finished:
             return
-        batch_size = len(self.data.x_train) if cfg.batch_size == "full" else cfg.batch_size
+        batch_size = n_rows(self.data.x_train) if cfg.batch_size == "full" else cfg.batch_size
         validation = None if self.data.x_valid is None else (self.data.x_valid, self.data.y_valid)
         # A loss that turns NaN stops the run with one message naming the epoch and step:
         # numpy's overflow warnings on the way there would only bury it.

@@ -11,21 +11,20 @@
 
 Both split their rows as every source does (``split``: the same ``train_test_split`` calls on
 the row numbers) and give a ``Dataset`` whose ``n_classes`` is the number of classes.
-``AnyDataConfig`` is the ``data:`` section with these sources and ``data_sources.py``'s.
+(named_sources.py's ``AnyDataConfig`` is the ``data:`` section with every source.)
 """
 import os
 import pathlib
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Literal, Optional
 
 import numpy as np
 from pydantic import Field
 
-from .data_sources import (CaliforniaHousingData, CsvData, Dataset, DataSource, DigitsData, NpzData,
-                   _check_sizes, _fingerprint, read_csv_rows)
+from .data_sources import Dataset, DataSource, _check_sizes, _fingerprint, read_csv_rows
 from .errors import DataError
 from .text_vectorizer import TextVectorizer
 
-__all__ = ["TextCsvData", "ImageDirectoryData", "AnyDataConfig", "SOURCES"]
+__all__ = ["TextCsvData", "ImageDirectoryData"]
 
 
 class TextCsvData(DataSource):
@@ -95,11 +94,6 @@ class ImageDirectoryData(DataSource):
         y = np.asarray(labels, self.dtype).reshape(-1, 1)
         return _dataset(x, y, _split_rows(name, len(x), self.split), ["pixels"], ["class"],
                         len(class_names))
-
-
-AnyDataConfig = Annotated[Union[CaliforniaHousingData, DigitsData, CsvData, NpzData,
-                                TextCsvData, ImageDirectoryData], Field(discriminator="source")]
-SOURCES = ("california_housing", "digits", "csv", "npz", "text_csv", "image_directory")
 
 
 def _existing(base_dir, path, kind):
