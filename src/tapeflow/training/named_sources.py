@@ -29,7 +29,7 @@ from .errors import DataError
 from .text_image_sources import ImageDirectoryData, TextCsvData, _existing, _split_rows
 
 __all__ = ["NamedNpzData", "NamedCsvData", "AnyDataConfig", "SOURCES", "n_rows",
-           "read_npz_arrays"]
+           "read_npz_arrays", "input_array"]
 
 ArrayKeys = Annotated[dict[str, Annotated[str, Field(min_length=1)]], Field(min_length=1)]
 ColumnLists = Annotated[dict[str, Annotated[list[str], Field(min_length=1)]], Field(min_length=1)]
@@ -50,7 +50,7 @@ class NamedNpzData(NpzData):
         name = self.path
         keys = list(self.inputs.values()) + list(self.targets.values())
         arrays = read_npz_arrays(_existing(base_dir, self.path, "file"), name, keys)
-        x = {k: _input_array(arrays[key], self.dtype) for k, key in self.inputs.items()}
+        x = {k: input_array(arrays[key], self.dtype) for k, key in self.inputs.items()}
         y = {k: _target_array(arrays[key], self.dtype) for k, key in self.targets.items()}
         return _named_dataset(name, x, y, self.split)
 
@@ -108,7 +108,8 @@ def _check_mappings(config, single_keys):
     if not isinstance(config.targets, dict):
         raise ValueError("inputs maps the model's input names to data; targets must map its "
                          "output names the same way")
-    given = [k for k in single_keys if k in config.model_fields_set]
+    # (a resolved config holds the defaults: only a changed one is a mistake)
+    given = [k for k in single_keys if getattr(config, k) != type(config).model_fields[k].default]
     if given:
         raise ValueError(f"{given[0]} is for one input array; with inputs/targets, each "
                          f"input names its own data")
@@ -149,7 +150,7 @@ def read_npz_arrays(path, name, keys):
     return arrays
 
 
-def _input_array(a, dtype):
+def input_array(a, dtype):
     """Integers stay integers (token ids for an Embedding); a column vector is (rows, 1)."""
     a = a.reshape(len(a), 1) if a.ndim == 1 else a
     return a.astype(np.int32) if a.dtype.kind in "biu" else a.astype(dtype)
