@@ -2,6 +2,7 @@
 with ``inputs``/``targets`` mappings (named_sources.py), per-output losses, weights and
 metrics (multi_output.py), resume, evaluate and predict."""
 import copy
+import importlib.util
 import re
 
 import numpy as np
@@ -14,7 +15,9 @@ from tapeflow.training.data_sources import load_data
 from tapeflow.training.errors import ConfigError, DataError
 from tapeflow.training.inference import evaluate_checkpoint, predict_csv
 from tapeflow.training.run import train
-from tapeflow.training.run_config import parse_config
+from tapeflow.training.run_config import load_config, parse_config
+
+from .helpers import CONFIGS, ROOT
 
 ROWS = 40
 
@@ -46,7 +49,7 @@ CONFIG = {
     "loss_weights": {"sum": 1.0, "pair": 0.5},
     "metrics": {"sum": ["mae"], "pair": ["mse"]},
     "optimizer": {"name": "adam", "learning_rate": 0.01},
-    "training": {"epochs": 3, "batch_size": 8, "seed": 5},
+    "training": {"epochs": 2, "batch_size": 8, "seed": 5},
     "checkpoint": {"every": 1, "keep_last": 3},
     "logging": {"progress": "none", "plot": False},
 }
@@ -208,3 +211,17 @@ def test_per_output_losses_as_keras_compile_takes_them(loss, expected):
               "b_in": np.array([[0.6, 0.5], [0.4, 0.3], [0.2, 0.1]])}
     result = model.evaluate(y_pred, y_true, batch_size=3, verbose=0, return_dict=True)
     assert result["loss"] == pytest.approx(expected, abs=1e-5)
+
+
+def test_the_shipped_two_input_config_trains_on_the_example_arrays(tmp_path):
+    spec = importlib.util.spec_from_file_location(
+        "make_local_example_data", ROOT / "examples" / "make_local_example_data.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    arrays = script.two_input_arrays(rows=60)
+    np.testing.assert_array_equal(arrays["y_pair"], script.two_input_arrays(rows=60)["y_pair"])
+    np.savez(tmp_path / "two_inputs.npz", **arrays)
+    config = load_config(CONFIGS / "two_input_regression.yaml",
+                         [f"data.path={tmp_path / 'two_inputs.npz'}", "training.epochs=2"])
+    run = train(config, output=tmp_path / "run", verbose=False)
+    assert set(run.test_metrics) == {"loss", "sum_loss", "pair_loss", "sum_mae", "pair_mae"}
