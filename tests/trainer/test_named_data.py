@@ -83,7 +83,6 @@ def test_a_two_input_two_output_run_trains_evaluates_and_predicts(tmp_path, conf
     for prefix in ("", "val_"):
         total = run.history[f"{prefix}sum_loss"][-1] + 0.5 * run.history[f"{prefix}pair_loss"][-1]
         assert run.history[f"{prefix}loss"][-1] == pytest.approx(total, rel=1e-5)
-    assert run.history["loss"][-1] < run.history["loss"][0]
     ckpt = ckpt_io.resolve_checkpoint(str(tmp_path / "run"))
     assert evaluate_checkpoint(ckpt) == pytest.approx(run.test_metrics, rel=1e-5)
     y = predict_csv(ckpt, tmp_path / "two.npz", tmp_path / "out.csv")
