@@ -20,7 +20,7 @@ from .checkpoint import run_directory_holding
 from .run_config import RunConfig, dump_yaml
 from .data_sources import csv_columns, load_data, read_csv_rows
 from .errors import CheckpointError, DataError, UserError
-from .named_sources import input_array, read_npz_arrays
+from .named_sources import input_array, read_named_arrays
 
 __all__ = ["load_checkpoint_model", "evaluate_checkpoint", "predict_csv", "describe_checkpoint"]
 
@@ -134,7 +134,7 @@ def _predict_named(ckpt, inputs, input_path, output_path):
                                 f"{', '.join(columns)}; the header lacks {', '.join(missing)}")
             x[part] = csv_columns(name, header, rows, numbers, columns, "float32")
     else:
-        arrays = read_npz_arrays(input_path, name, list(inputs.values()))
+        arrays = read_named_arrays(input_path, name, list(inputs.values()))
         x = {part: input_array(arrays[key], "float32") for part, key in inputs.items()}
     if len({len(a) for a in x.values()}) > 1:
         raise DataError(f"{name}: the inputs' arrays have different numbers of rows")

@@ -17,19 +17,19 @@ is built (multi_output.py).  Without the mappings the sources are ``data_sources
 
 ``AnyDataConfig`` is the ``data:`` section with every source.
 """
-import zipfile
 from typing import Annotated, Optional, Union
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from .data_sources import (CaliforniaHousingData, CsvData, Dataset, DigitsData, NpzData,
-                           _check_finite, _fingerprint, csv_columns, load_columns, read_csv_rows)
+                           _check_finite, _fingerprint, csv_columns, load_columns, read_csv_rows,
+                           read_npz_arrays)
 from .errors import DataError
 from .text_image_sources import ImageDirectoryData, TextCsvData, _existing, _split_rows
 
 __all__ = ["NamedNpzData", "NamedCsvData", "AnyDataConfig", "SOURCES", "n_rows",
-           "read_npz_arrays", "input_array"]
+           "read_named_arrays", "input_array"]
 
 ArrayKeys = Annotated[dict[str, Annotated[str, Field(min_length=1)]], Field(min_length=1)]
 ColumnLists = Annotated[dict[str, Annotated[list[str], Field(min_length=1)]], Field(min_length=1)]
@@ -49,7 +49,7 @@ class NamedNpzData(NpzData):
             return load_columns(self, base_dir)
         name = self.path
         keys = list(self.inputs.values()) + list(self.targets.values())
-        arrays = read_npz_arrays(_existing(base_dir, self.path, "file"), name, keys)
+        arrays = read_named_arrays(_existing(base_dir, self.path, "file"), name, keys)
         x = {k: input_array(arrays[key], self.dtype) for k, key in self.inputs.items()}
         y = {k: _target_array(arrays[key], self.dtype) for k, key in self.targets.items()}
         return _named_dataset(name, x, y, self.split)
@@ -120,26 +120,9 @@ def n_rows(x):
     return len(next(iter(x.values()))) if isinstance(x, dict) else len(x)
 
 
-def read_npz_arrays(path, name, keys):
-    """``{key: array}`` of numeric arrays from a ``numpy.savez`` file (never unpickled), one
-    DataError naming a missing key or a bad array."""
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
-        raise DataError(f"{name}: not a .npz file of numeric arrays (numpy.savez); data files "
-                        f"are never unpickled ({e})") from None
-    if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise DataError(f"{name}: a .npy file holds one array; save the arrays with numpy.savez")
-    with npz:
-        missing = [key for key in keys if key not in npz.files]
-        if missing:
-            raise DataError(f"{name}: no array named {missing[0]!r}; the file holds "
-                            f"{', '.join(map(repr, npz.files)) or 'no arrays'}")
-        try:
-            arrays = {key: npz[key] for key in keys}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-            raise DataError(f"{name}: cannot read its arrays; they must hold numbers, as "
-                            f"arrays of Python objects are never unpickled ({e})") from None
+def read_named_arrays(path, name, keys):
+    """``read_npz_arrays``'s arrays, each checked: numbers, a row per example, finite."""
+    arrays = read_npz_arrays(path, name, keys)
     for key, a in arrays.items():
         if a.dtype.kind not in "biuf" or a.ndim == 0 or len(a) == 0:
             raise DataError(f"{name}: array {key!r} has dtype {a.dtype} and shape {a.shape}; "
