@@ -105,6 +105,8 @@ class Dataset:
     target_names: tuple[str, ...]
     fingerprint: str
     n_classes: Optional[int] = None
+    # a text source's vocabulary (token id -> token), written beside the run for predict
+    vocabulary: Optional[tuple[str, ...]] = dataclasses.field(default=None, repr=False)
 
 
 def load_data(config: DataConfig, base_dir: Union[str, os.PathLike]) -> Dataset:

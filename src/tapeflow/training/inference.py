@@ -81,8 +81,7 @@ def read_features(path, feature_names):
 
 
 # the data sources whose examples are not a CSV file's numeric columns, and what they are
-_NOT_COLUMNS = {"text_csv": "token ids (texts made ids with the run's vocabulary)",
-                "image_directory": "images (height, width, channels)"}
+_NOT_COLUMNS = {"image_directory": "images (height, width, channels)"}
 
 
 def predict_csv(ckpt, input_path, output_path, overwrite=False):
@@ -105,17 +104,33 @@ def predict_csv(ckpt, input_path, output_path, overwrite=False):
         else None
     if isinstance(named, dict):  # several named inputs and outputs
         return _predict_named(ckpt, named, input_path, output_path)
-    x = read_features(input_path, names)
+    text = source == "text_csv"  # raw texts, made token ids with the run's vocabulary
+    x = _texts_as_ids(ckpt, input_path) if text else \
+        read_features(input_path, names).astype(np.float32)
     model = load_checkpoint_model(ckpt)
-    width = model.input_shape[-1]
-    if len(names) != width:  # a damaged or crafted checkpoint: numpy would broadcast a column
-        raise CheckpointError(f"{ckpt.path}: names {len(names)} feature columns, but its model "
-                              f"takes {width}")
-    y = np.asarray(model.predict(x.astype(np.float32), batch_size=1024))
+    if not text:
+        width = model.input_shape[-1]
+        if len(names) != width:  # a damaged or crafted checkpoint: numpy would broadcast
+            raise CheckpointError(f"{ckpt.path}: names {len(names)} feature columns, but its "
+                                  f"model takes {width}")
+    y = np.asarray(model.predict(x, batch_size=1024))
     y = y.reshape(len(x), -1)
     header = targets if len(targets) == y.shape[1] else [f"output_{i}" for i in range(y.shape[1])]
     write_csv(output_path, header, [[repr(float(v)) for v in row] for row in y])
     return y
+
+
+def _texts_as_ids(ckpt, input_path):
+    """The texts of a CSV file's text column (the run's ``data.text``) as the token ids of the
+    run's vocabulary (``vocabulary.txt`` in its run directory)."""
+    data = run_config(ckpt).data
+    name = os.fspath(input_path)
+    header, rows, _ = read_csv_rows(input_path, name, data.delimiter)
+    if data.text not in header:
+        raise DataError(f"{name}: the model takes texts from a column {data.text!r} (the "
+                        f"run's data.text); the header has {', '.join(header)}")
+    run_dir = run_directory_holding(ckpt.path) or os.path.dirname(ckpt.path)
+    return data.vectorizer(run_dir)([row[header.index(data.text)] for row in rows])
 
 
 def _predict_named(ckpt, inputs, input_path, output_path):

@@ -5,6 +5,8 @@
   vocabulary adapted on the training split alone (the test texts' words are unknown to it,
   as they would be to a deployed model).  Labels are class ids (integers from 0) or class
   names, numbered in sorted order as ``image_dataset_from_directory`` numbers its folders.
+  The vocabulary is written in the run directory (``vocabulary.txt``), so that ``tapeflow
+  predict`` takes raw texts.
 - ``image_directory``: a folder holding one folder of images per class, read as
   ``tf.keras.utils.image_dataset_from_directory`` reads it (classes in sorted order, images
   resized to ``image_size``, float32 values 0-255, (height, width, channels)).
@@ -13,6 +15,7 @@ Both split their rows as every source does (``split``: the same ``train_test_spl
 the row numbers) and give a ``Dataset`` whose ``n_classes`` is the number of classes.
 (named_sources.py's ``AnyDataConfig`` is the ``data:`` section with every source.)
 """
+import dataclasses
 import os
 import pathlib
 from typing import Annotated, Literal, Optional
@@ -24,7 +27,7 @@ from .data_sources import Dataset, DataSource, _check_sizes, _fingerprint, read_
 from .errors import DataError
 from .text_vectorizer import TextVectorizer
 
-__all__ = ["TextCsvData", "ImageDirectoryData"]
+__all__ = ["TextCsvData", "ImageDirectoryData", "VOCABULARY_NAME", "vocabulary_text"]
 
 
 class TextCsvData(DataSource):
@@ -57,8 +60,22 @@ class TextCsvData(DataSource):
         vectorizer = TextVectorizer(self.max_tokens, self.sequence_length, self.standardize)
         vectorizer.adapt(texts[parts[0]])
         x = vectorizer(texts)
-        return _dataset(x, labels.astype(self.dtype), parts, [self.text], [self.label],
-                        len(class_names))
+        dataset = _dataset(x, labels.astype(self.dtype), parts, [self.text], [self.label],
+                           len(class_names))
+        return dataclasses.replace(dataset, vocabulary=tuple(vectorizer.get_vocabulary()))
+
+    def vectorizer(self, run_dir):
+        """The run's ``TextVectorizer``, its vocabulary read from ``run_dir``: raw texts to the
+        token ids the model was trained on."""
+        path = os.path.join(run_dir, VOCABULARY_NAME)
+        try:
+            with open(path, encoding="utf-8") as f:
+                vocabulary = f.read().splitlines()
+        except OSError as e:
+            raise DataError(f"{path}: cannot read the run's vocabulary ({e}); a text run "
+                            f"writes it when it starts") from None
+        return TextVectorizer(self.max_tokens, self.sequence_length, self.standardize,
+                              vocabulary)
 
 
 class ImageDirectoryData(DataSource):
@@ -94,6 +111,18 @@ class ImageDirectoryData(DataSource):
         y = np.asarray(labels, self.dtype).reshape(-1, 1)
         return _dataset(x, y, _split_rows(name, len(x), self.split), ["pixels"], ["class"],
                         len(class_names))
+
+
+# the text source's vocabulary in a run directory: a token a line, from id 1 ("[UNK]"), as
+# Keras's TextVectorization(vocabulary=FILE) reads one
+VOCABULARY_NAME = "vocabulary.txt"
+
+
+def vocabulary_text(dataset):
+    """What ``VOCABULARY_NAME`` holds for ``dataset``, or None (no text source)."""
+    if dataset.vocabulary is None:
+        return None
+    return "".join(token + "\n" for token in dataset.vocabulary[1:])  # id 0 is padding ("")
 
 
 def _existing(base_dir, path, kind):
