@@ -118,20 +118,32 @@ def test_a_resumed_run_equals_the_uninterrupted_run_bit_for_bit(tmp_path, config
     assert whole.history == split.history
 
 
-def test_a_csv_of_named_column_groups(tmp_path):
+def test_a_csv_of_named_column_groups_trains_and_predicts(tmp_path):
     rng = np.random.default_rng(0)
-    table = rng.standard_normal((12, 4))
+    table = rng.standard_normal((16, 4))
     lines = ["a,b,c,d"] + [",".join(f"{v:.6f}" for v in row) for row in table]
     (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
-    cfg = parse_config({"data": {"source": "csv", "path": "t.csv",
-                                 "inputs": {"left": ["a", "b"], "right": ["c"]},
-                                 "targets": {"out": ["d"]}},
-                        "model": {"layers": []}, "metrics": {"out": ["mae"]}})
-    data = load_data(cfg.data, tmp_path)
+    graph = {"inputs": [{"name": "left", "shape": [2]}, {"name": "right", "shape": [1]}],
+             "layers": [{"name": "both", "inputs": ["left", "right"], "Concatenate": {}},
+                        {"name": "out", "inputs": "both", "Dense": {"units": 1}}],
+             "outputs": "out"}
+    config = {"data": {"source": "csv", "path": str(tmp_path / "t.csv"),
+                       "inputs": {"left": ["a", "b"], "right": ["c"]}, "targets": {"out": ["d"]}},
+              "model": {"graph": graph}, "metrics": {"out": ["mae"]},
+              "training": {"epochs": 1, "batch_size": 4, "seed": 0},
+              "logging": {"progress": "none", "plot": False}}
+    data = load_data(parse_config(config).data, tmp_path)
     assert data.x_train["left"].shape[1] == 2 and data.x_test["right"].shape[1] == 1
-    every = np.concatenate([data.y_train["out"], data.y_valid["out"], data.y_test["out"]])
+    every = np.concatenate([data.y_train, data.y_valid, data.y_test])  # one output: an array
     np.testing.assert_allclose(np.sort(every[:, 0]), np.sort(table[:, 3]), atol=1e-6)
-    bad = cfg.data.model_copy(update={"inputs": {"left": ["a", "zz"], "right": ["c"]}})
+    run = train(config, output=tmp_path / "run", verbose=False)
+    assert set(run.test_metrics) == {"loss", "mae"}  # one output: Keras's names
+    y = predict_csv(ckpt_io.resolve_checkpoint(run.run_dir), tmp_path / "t.csv",
+                    tmp_path / "y.csv")
+    x = {"left": table[:, :2].astype(np.float32), "right": table[:, 2:3].astype(np.float32)}
+    np.testing.assert_allclose(y, run.model.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    bad = parse_config(config).data.model_copy(update={"inputs": {"left": ["a", "zz"],
+                                                                  "right": ["c"]}})
     with pytest.raises(DataError, match=r"t\.csv: data\.inputs\.left names column 'zz'"):
         load_data(bad, tmp_path)
 

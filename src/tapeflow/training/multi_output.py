@@ -72,12 +72,16 @@ def compile_specs(config, outputs, where):
 
 def output_view(dataset, name):
     """``dataset`` as the one-output checks in build.py see it: the targets of ``name``."""
-    return types.SimpleNamespace(n_classes=None, y_train=dataset.y_train[name],
-                                 y_test=dataset.y_test[name], target_names=(name,))
+    def targets(y):  # one output's targets are an array (named_sources)
+        return y[name] if isinstance(y, dict) else y
+    return types.SimpleNamespace(n_classes=None, y_train=targets(dataset.y_train),
+                                 y_test=targets(dataset.y_test), target_names=(name,))
 
 
 def logged_names(outputs, metrics):
     """What a run of these outputs logs per epoch (without ``val_``), as Keras names it."""
+    if len(outputs) == 1:  # Keras names one output's logs without its name
+        return ["loss"] + list(metrics if isinstance(metrics, list) else metrics[outputs[0]])
     names = ["loss"] + [f"{name}_loss" for name in outputs]
     for name in outputs:
         listed = metrics if isinstance(metrics, list) else metrics.get(name, [])

@@ -10,7 +10,7 @@
 For ``csv`` each name maps to a list of columns (``inputs: {numbers: [a, b, c]}``).  The
 ``Dataset`` then holds dicts ``{name: array}`` in the mapping's order (what ``Model.fit`` takes
 keyed by input and output names); its ``feature_names``/``target_names`` are the input and
-output names.  The rows are split as every source splits them (``split``: the same
+output names (with one output, the targets are its array).  The rows are split as every source splits them (``split``: the same
 ``train_test_split`` calls on the row numbers); integer input arrays stay integers (token
 ids), the others take ``dtype``.  Whether the names are the model's is checked when the model
 is built (multi_output.py).  Without the mappings the sources are ``data_sources.py``'s.
@@ -162,4 +162,6 @@ def _named_dataset(name, x, y, split):
     parts = [part(x, train), part(y, train), part(x, valid), part(y, valid), part(x, test),
              part(y, test)]
     flat = [None if p is None else a for p in parts for a in (p.values() if p else [None])]
+    if len(y) == 1:  # one output: its targets as the array fit takes for a one-output model
+        parts[1::2] = [None if p is None else next(iter(p.values())) for p in parts[1::2]]
     return Dataset(*parts, tuple(x), tuple(y), _fingerprint(flat, list(x), list(y)))
