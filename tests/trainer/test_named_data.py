@@ -161,6 +161,8 @@ def test_a_csv_of_named_column_groups_trains_and_predicts(tmp_path):
     (dict(loss_weights=[1.0]), "loss_weights: 1 weights for the 2 outputs (sum, pair)"),
     (dict(loss_weights={"sum": 1.0, "other": 2.0}), "loss_weights.other: the model has no "
                                                      "output 'other'"),
+    (dict(model={"layers": [{"Dense": {"units": 1}}]}),
+     "model: data.inputs feeds the named inputs of a functional model"),
     (dict(loss={"sum": "sparse_categorical_crossentropy", "pair": "mse"}),
      "loss: 'sparse_categorical_crossentropy' takes one column of class ids"),
 ])

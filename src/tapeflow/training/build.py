@@ -62,6 +62,10 @@ def build_model(config, dataset, where, base_dir=".", allow_builder=False):
                           **named_compile_arguments(config, dataset, outputs, where),
                           input_gradient=config.regularization.input_gradient or None)
             return model
+    elif isinstance(dataset.x_train, dict):
+        raise ConfigError(f"{where}: model: data.inputs feeds the named inputs of a functional "
+                          f"model (model.graph or model.keras_config); a list of layers or a "
+                          f"builder takes one input array (data without inputs/targets)")
     else:
         model, outputs = _sequential(config, dataset, where, base_dir, allow_builder)
     loss = loss_from_config(config.loss, where)
