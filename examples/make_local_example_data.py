@@ -11,6 +11,11 @@ run, in a second or two.
   ``vertical``: a filled disk, horizontal bars, vertical bars) at random places and sizes
   over noise, as ``image_dataset_from_directory`` reads them.  For
   ``configs/image_classifier.yaml``.
+- ``two_inputs.npz``: 400 rows for a model of two inputs and two outputs
+  (``configs/two_input_regression.yaml``): ``x_numbers`` (400, 4) and ``x_extra`` (400, 2)
+  standard normal; ``y_sum`` (400,) a noisy linear function of both, ``y_pair`` (400, 2) the
+  products of pairs across them.  Its own seeded generator: the same file whatever the other
+  options are.
 
 The PNG files are written with the standard library alone (zlib), so no imaging package is
 needed to make them.
@@ -73,6 +78,17 @@ def image(kind, rng):
     return np.clip(np.round(pixels), 0, 255).astype(np.uint8)
 
 
+def two_input_arrays(rows=400):
+    """The arrays of ``two_inputs.npz`` (a generator of their own: the same on every call)."""
+    rng = np.random.default_rng(23)
+    numbers = rng.standard_normal((rows, 4))
+    extra = rng.standard_normal((rows, 2))
+    total = numbers @ [1.0, -2.0, 0.5, 1.5] + extra @ [3.0, -1.0] + 0.1 * rng.standard_normal(rows)
+    pair = np.stack([numbers[:, 0] * extra[:, 0], numbers[:, 1] * extra[:, 1]], axis=1)
+    return {"x_numbers": numbers.astype(np.float32), "x_extra": extra.astype(np.float32),
+            "y_sum": total.astype(np.float32), "y_pair": pair.astype(np.float32)}
+
+
 def write_png(path, pixels):
     """A greyscale 8-bit PNG of ``pixels`` (height, width) uint8."""
     height, width = pixels.shape
@@ -105,8 +121,9 @@ def main(argv=None):
         os.makedirs(folder, exist_ok=True)
         for i in range(args.images_per_class):
             write_png(os.path.join(folder, f"{kind}_{i:03d}.png"), image(kind, rng))
-    print(f"wrote {text_path} ({args.texts} texts) and {args.images_per_class * 3} images "
-          f"under {os.path.join(args.out, 'shapes')}")
+    np.savez(os.path.join(args.out, "two_inputs.npz"), **two_input_arrays())
+    print(f"wrote {text_path} ({args.texts} texts), {args.images_per_class * 3} images "
+          f"under {os.path.join(args.out, 'shapes')} and two_inputs.npz")
 
 
 if __name__ == "__main__":

@@ -259,7 +259,7 @@ def test_the_trainer_refuses_a_graph_its_data_cannot_feed(tmp_path):
     config = {"data": {"source": "digits"}, "model": {"graph": TWO_INPUTS},
               "loss": "sparse_categorical_crossentropy"}
     with pytest.raises(ConfigError, match=r"config: model\.graph: the model has 2 input\(s\) and "
-                                          r"1 output\(s\); the trainer's data sources give one"):
+                                          r"1 output\(s\); feed them with data\.inputs and "):
         tf.train(config, output=tmp_path / "run", verbose=False)
     one_input = _with(lambda g: g["layers"].__setitem__(slice(0, None), [
         {"name": "logits", "inputs": "words", "Dense": {"units": 10}}]))

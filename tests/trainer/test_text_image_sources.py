@@ -195,3 +195,22 @@ def test_a_layers_model_on_token_ids_must_not_normalize_them(example_data, tmp_p
               "loss": "sparse_categorical_crossentropy"}
     with pytest.raises(ConfigError, match=r"config: model\.normalize: the data are token ids"):
         tf.train(config, output=tmp_path / "run", verbose=False)
+
+
+def test_a_text_run_keeps_its_vocabulary_and_predicts_from_raw_texts(example_data, tmp_path):
+    from tapeflow.training.checkpoint import resolve_checkpoint
+    from tapeflow.training.inference import predict_csv
+    run = tf.train(CONFIGS / "text_classifier.yaml", output=tmp_path / "run", verbose=False,
+                   overrides=[f"data.path={example_data / 'texts.csv'}", "training.epochs=1",
+                              "checkpoint.every=1"])
+    config = parse_config(run.config)
+    dataset = load_data(config.data, ".")
+    vocabulary = (tmp_path / "run" / "vocabulary.txt").read_text().splitlines()
+    assert ["", *vocabulary] == list(dataset.vocabulary) and vocabulary[0] == "[UNK]"
+    texts = ["The ROCKET left orbit!", "a new recipe with garlic, butter"]
+    (tmp_path / "texts.csv").write_text("label,text\n" + "".join(f"x,{t!r}\n".replace("'", '"')
+                                                                  for t in texts))
+    y = predict_csv(resolve_checkpoint(run.run_dir), tmp_path / "texts.csv", tmp_path / "y.csv")
+    ids = TextVectorizer(200, 16, vocabulary=vocabulary)(texts)
+    np.testing.assert_array_equal(y, run.model.predict(ids, verbose=0))
+    assert ids[0, 0] > 1 and ids[0, 1] > 1  # the words were known: not all [UNK]

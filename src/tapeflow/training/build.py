@@ -31,6 +31,7 @@ from ..optimizers import schedules
 from .errors import ConfigError
 from .layer_specs import make_layer
 from .model_graph import build_functional
+from .multi_output import compile_specs, output_view
 
 __all__ = ["build_model", "loss_from_config", "metrics_from_config", "LAYERS"]
 
@@ -56,6 +57,15 @@ def build_model(config, dataset, where, base_dir=".", allow_builder=False):
     ``keras_config`` is built by model_graph; ``layers`` and a ``builder`` make a Sequential."""
     if config.model.graph is not None or config.model.keras_config is not None:
         model, outputs = build_functional(config.model, dataset, where, base_dir)
+        if isinstance(outputs, dict):  # named inputs and outputs: compile takes them by name
+            model.compile(optimizer=_optimizer(config.optimizer, where),
+                          **named_compile_arguments(config, dataset, outputs, where),
+                          input_gradient=config.regularization.input_gradient or None)
+            return model
+    elif isinstance(dataset.x_train, dict):
+        raise ConfigError(f"{where}: model: data.inputs feeds the named inputs of a functional "
+                          f"model (model.graph or model.keras_config); a list of layers or a "
+                          f"builder takes one input array (data without inputs/targets)")
     else:
         model, outputs = _sequential(config, dataset, where, base_dir, allow_builder)
     loss = loss_from_config(config.loss, where)
@@ -65,6 +75,26 @@ def build_model(config, dataset, where, base_dir=".", allow_builder=False):
                   metrics=_metrics(config.metrics, where),
                   input_gradient=config.regularization.input_gradient or None)
     return model
+
+
+def named_compile_arguments(config, dataset, output_shapes, where):
+    """``compile``'s per-output loss, loss_weights and metrics, each output's loss checked
+    against its targets as one output's is (``output_shapes``: {name: shape for a batch of 1};
+    None skips the checks)."""
+    specs = compile_specs(config, list(dataset.target_names), where)
+    losses_by_output = {}
+    for name, spec in specs["loss"].items():
+        loss = losses_by_output[name] = loss_from_config(spec, where, f"loss.{name}")
+        metrics_from_config(specs["metrics"][name], where, key=f"metrics.{name}")
+        if output_shapes is not None:
+            view = output_view(dataset, name)
+            try:
+                _check_outputs(output_shapes[name], view, _takes_class_ids(loss, view, where),
+                               where)
+            except ConfigError as e:
+                raise ConfigError(str(e).replace(f"{where}: model:", f"{where}: model output "
+                                                 f"'{name}':", 1)) from None
+    return dict(specs, loss=losses_by_output)
 
 
 def _sequential(config, dataset, where, base_dir, allow_builder):
@@ -194,7 +224,7 @@ def _import_builder(target, where, base_dir):
 
 
 # --- loss, metrics, optimizer -----------------------------------------------------------------------
-def loss_from_config(spec, where):
+def loss_from_config(spec, where, key="loss"):
     try:
         if isinstance(spec, dict):  # {name: Huber, delta: 1.0}: the class's config
             arguments = dict(spec)
@@ -205,7 +235,7 @@ def loss_from_config(spec, where):
             return losses.get({"class_name": name, "config": arguments})
         return losses.get(spec)
     except (TypeError, ValueError) as e:
-        raise ConfigError(f"{where}: loss: {e}") from None
+        raise ConfigError(f"{where}: {key}: {e}") from None
 
 
 def _metrics(names, where):
@@ -214,7 +244,7 @@ def _metrics(names, where):
     return list(names)
 
 
-def metrics_from_config(names, where, y=None, y_pred=None):
+def metrics_from_config(names, where, y=None, y_pred=None, key="metrics"):
     """Metric objects for ``names``, logged under those names; "accuracy" is matched to the
     targets ``y`` and predictions ``y_pred`` as compile matches it (skipped without ``y``).
     Without ``y_pred``, one column of integer labels beyond 0 and 1 is read as class ids."""
@@ -230,7 +260,7 @@ def metrics_from_config(names, where, y=None, y_pred=None):
             metric.name = name
             made.append(metric)
         except (TypeError, ValueError) as e:
-            raise ConfigError(f"{where}: metrics.{i}: {e}") from None
+            raise ConfigError(f"{where}: {key}.{i}: {e}") from None
     return made
 
 

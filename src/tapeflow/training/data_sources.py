@@ -40,7 +40,7 @@ from .errors import DataError
 from .section import Section
 
 __all__ = ["SplitConfig", "DataSource", "CaliforniaHousingData", "DigitsData", "CsvData", "NpzData",
-           "DataConfig", "Dataset", "load_data", "read_csv_rows", "csv_columns"]
+           "DataConfig", "Dataset", "load_data", "load_columns", "read_npz_arrays", "read_csv_rows", "csv_columns"]
 
 
 class SplitConfig(Section):
@@ -105,12 +105,19 @@ class Dataset:
     target_names: tuple[str, ...]
     fingerprint: str
     n_classes: Optional[int] = None
+    # a text source's vocabulary (token id -> token), written beside the run for predict
+    vocabulary: Optional[tuple[str, ...]] = dataclasses.field(default=None, repr=False)
 
 
 def load_data(config: DataConfig, base_dir: Union[str, os.PathLike]) -> Dataset:
     """Read, check and split the data; relative paths resolve against ``base_dir``."""
-    if hasattr(config, "load"):  # text_image_sources' sources read and split themselves
+    if hasattr(config, "load"):  # text_image_sources' and named_sources' read and split themselves
         return config.load(base_dir)
+    return load_columns(config, base_dir)
+
+
+def load_columns(config, base_dir):
+    """``load_data`` for the sources of one feature array and one target array."""
     n_classes = None
     if isinstance(config, CaliforniaHousingData):
         name, x, y, features, targets = _read_housing()
@@ -239,23 +246,8 @@ def _number(cell, name, row, column):
 
 
 def _read_npz(config, path, name):
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
-        raise DataError(f"{name}: not a .npz file of numeric arrays (numpy.savez); data files "
-                        f"are never unpickled ({e})") from None
-    if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise DataError(f"{name}: a .npy file holds one array; save x and y with numpy.savez")
-    with npz:
-        for key in (config.x, config.y):
-            if key not in npz.files:
-                raise DataError(f"{name}: no array named {key!r}; the file holds "
-                                f"{', '.join(map(repr, npz.files)) or 'no arrays'}")
-        try:
-            x, y = npz[config.x], npz[config.y]
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-            raise DataError(f"{name}: cannot read its arrays; they must hold numbers, as "
-                            f"arrays of Python objects are never unpickled ({e})") from None
+    arrays = read_npz_arrays(path, name, (config.x, config.y))
+    x, y = arrays[config.x], arrays[config.y]
     for key, a, ndims in ((config.x, x, (2,)), (config.y, y, (1, 2))):
         if a.dtype.kind not in "biuf":
             raise DataError(f"{name}: array {key!r} has dtype {a.dtype}; it must hold numbers")
@@ -273,6 +265,28 @@ def _read_npz(config, path, name):
     _check_finite(name, np.hstack([x, y]).astype(np.float64), features + targets, np.arange(len(x)),
                   config.dtype)
     return x, y, features, targets
+
+
+def read_npz_arrays(path, name, keys):
+    """``{key: array}`` read from a ``numpy.savez`` file (never unpickled); one DataError
+    naming a missing key or an array that cannot be read."""
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise DataError(f"{name}: not a .npz file of numeric arrays (numpy.savez); data files "
+                        f"are never unpickled ({e})") from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise DataError(f"{name}: a .npy file holds one array; save the arrays with numpy.savez")
+    with npz:
+        for key in keys:
+            if key not in npz.files:
+                raise DataError(f"{name}: no array named {key!r}; the file holds "
+                                f"{', '.join(map(repr, npz.files)) or 'no arrays'}")
+        try:
+            return {key: npz[key] for key in keys}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+            raise DataError(f"{name}: cannot read its arrays; they must hold numbers, as "
+                            f"arrays of Python objects are never unpickled ({e})") from None
 
 
 def _check_finite(name, table, columns, row_numbers, dtype="float64"):

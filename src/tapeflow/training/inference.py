@@ -15,11 +15,12 @@ import numpy as np
 
 from ..saving.atomic import write_text_atomically
 from ..saving.keras_saving import load_model
-from .build import loss_from_config, metrics_from_config
+from .build import loss_from_config, metrics_from_config, named_compile_arguments
 from .checkpoint import run_directory_holding
 from .run_config import RunConfig, dump_yaml
 from .data_sources import csv_columns, load_data, read_csv_rows
 from .errors import CheckpointError, DataError, UserError
+from .named_sources import input_array, read_named_arrays
 
 __all__ = ["load_checkpoint_model", "evaluate_checkpoint", "predict_csv", "describe_checkpoint"]
 
@@ -54,8 +55,12 @@ def evaluate_checkpoint(ckpt, split="test"):
     if x is None:
         raise DataError(f"the run's data have no {split} split (data.split.valid_size is 0)")
     model = load_checkpoint_model(ckpt)
-    y_pred = model.predict(x, batch_size=1024)
     where = os.path.basename(ckpt.path)
+    if isinstance(x, dict):  # named inputs and outputs: compile's per-output losses, by name
+        model.compile(**named_compile_arguments(cfg, dataset, None, where))
+        return {k: float(v) for k, v in model.evaluate(x, y, batch_size=1024, verbose=0,
+                                                       return_dict=True).items()}
+    y_pred = model.predict(x, batch_size=1024)
     results = {"loss": float(np.mean(loss_from_config(cfg.loss, where)(y, y_pred).numpy()))}
     for metric in metrics_from_config(cfg.metrics, where, y):
         metric.update_state(y, y_pred)
@@ -76,8 +81,7 @@ def read_features(path, feature_names):
 
 
 # the data sources whose examples are not a CSV file's numeric columns, and what they are
-_NOT_COLUMNS = {"text_csv": "token ids (texts made ids with the run's vocabulary)",
-                "image_directory": "images (height, width, channels)"}
+_NOT_COLUMNS = {"image_directory": "images (height, width, channels)"}
 
 
 def predict_csv(ckpt, input_path, output_path, overwrite=False):
@@ -96,15 +100,68 @@ def predict_csv(ckpt, input_path, output_path, overwrite=False):
     output_path = os.fspath(output_path)
     check_output(output_path, {"the --input file": input_path, "the checkpoint": ckpt.path},
                  overwrite)
-    x = read_features(input_path, names)
+    named = (ckpt.config.get("data") or {}).get("inputs") if isinstance(ckpt.config, dict) \
+        else None
+    if isinstance(named, dict):  # several named inputs and outputs
+        return _predict_named(ckpt, named, input_path, output_path)
+    text = source == "text_csv"  # raw texts, made token ids with the run's vocabulary
+    x = _texts_as_ids(ckpt, input_path) if text else \
+        read_features(input_path, names).astype(np.float32)
     model = load_checkpoint_model(ckpt)
-    width = model.input_shape[-1]
-    if len(names) != width:  # a damaged or crafted checkpoint: numpy would broadcast a column
-        raise CheckpointError(f"{ckpt.path}: names {len(names)} feature columns, but its model "
-                              f"takes {width}")
-    y = np.asarray(model.predict(x.astype(np.float32), batch_size=1024))
+    if not text:
+        width = model.input_shape[-1]
+        if len(names) != width:  # a damaged or crafted checkpoint: numpy would broadcast
+            raise CheckpointError(f"{ckpt.path}: names {len(names)} feature columns, but its "
+                                  f"model takes {width}")
+    y = np.asarray(model.predict(x, batch_size=1024))
     y = y.reshape(len(x), -1)
     header = targets if len(targets) == y.shape[1] else [f"output_{i}" for i in range(y.shape[1])]
+    write_csv(output_path, header, [[repr(float(v)) for v in row] for row in y])
+    return y
+
+
+def _texts_as_ids(ckpt, input_path):
+    """The texts of a CSV file's text column (the run's ``data.text``) as the token ids of the
+    run's vocabulary (``vocabulary.txt`` in its run directory)."""
+    data = run_config(ckpt).data
+    name = os.fspath(input_path)
+    header, rows, _ = read_csv_rows(input_path, name, data.delimiter)
+    if data.text not in header:
+        raise DataError(f"{name}: the model takes texts from a column {data.text!r} (the "
+                        f"run's data.text); the header has {', '.join(header)}")
+    run_dir = run_directory_holding(ckpt.path) or os.path.dirname(ckpt.path)
+    return data.vectorizer(run_dir)([row[header.index(data.text)] for row in rows])
+
+
+def _predict_named(ckpt, inputs, input_path, output_path):
+    """Predict for a model of named inputs from an npz file holding the arrays the run's
+    ``data.inputs`` names (its array keys, or for a csv run its columns); write a CSV of every
+    output's columns (``<output>`` or ``<output>_<j>``)."""
+    name = os.fspath(input_path)
+    source = ckpt.config["data"].get("source")
+    if source == "csv":
+        header, rows, numbers = read_csv_rows(input_path, name)
+        x = {}
+        for part, columns in inputs.items():
+            missing = [c for c in columns if c not in header]
+            if missing:
+                raise DataError(f"{name}: the model's input {part!r} takes the columns "
+                                f"{', '.join(columns)}; the header lacks {', '.join(missing)}")
+            x[part] = csv_columns(name, header, rows, numbers, columns, "float32")
+    else:
+        arrays = read_named_arrays(input_path, name, list(inputs.values()))
+        x = {part: input_array(arrays[key], "float32") for part, key in inputs.items()}
+    if len({len(a) for a in x.values()}) > 1:
+        raise DataError(f"{name}: the inputs' arrays have different numbers of rows")
+    model = load_checkpoint_model(ckpt)
+    outputs = model.predict(x, batch_size=1024, verbose=0)
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    header, columns = [], []
+    for output, y in zip(model.output_names, outputs):
+        y = np.asarray(y).reshape(len(y), -1)
+        header += [output] if y.shape[1] == 1 else [f"{output}_{j}" for j in range(y.shape[1])]
+        columns.append(y)
+    y = np.hstack(columns)
     write_csv(output_path, header, [[repr(float(v)) for v in row] for row in y])
     return y
 

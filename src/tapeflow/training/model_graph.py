@@ -36,6 +36,7 @@ from pydantic import Field, JsonValue, ValidationError, model_serializer, model_
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from .errors import ConfigError
+from .multi_output import check_names
 from .layer_specs import argument_problem, make_layer
 from .section import Section
 
@@ -252,8 +253,9 @@ def _read_keras_config(path, where, base_dir, key):
 
 
 def build_functional(model_config, dataset, where, base_dir):
-    """The model a ``graph`` or ``keras_config`` describes, checked on one training example
-    (the trainer's data give one input and one target array), and its output's shape."""
+    """The model a ``graph`` or ``keras_config`` describes, checked on one training example,
+    and its output's shape; on named data (dicts by input and output name), the names checked
+    and ``{output name: shape}``."""
     from ..layers.weight_budget import weight_budget
 
     key = "model.graph" if model_config.graph is not None else "model.keras_config"
@@ -262,14 +264,29 @@ def build_functional(model_config, dataset, where, base_dir):
             model = build_graph(model_config.graph, where)
         else:
             model = build_keras_config(model_config.keras_config, where, base_dir)
+        if isinstance(dataset.x_train, dict):  # named data (named_sources): by name
+            return model, _named_outputs(model, dataset, where, key)
         inputs, outputs = getattr(model, "inputs", None), getattr(model, "outputs", None)
         if inputs is not None and len(inputs) != 1 or outputs is not None and len(outputs) != 1:
             raise ConfigError(f"{where}: {key}: the model has {len(inputs)} input(s) and "
-                              f"{len(outputs)} output(s); the trainer's data sources give one "
-                              f"input array and one target array")
+                              f"{len(outputs)} output(s); feed them with data.inputs and "
+                              f"data.targets mappings by name (source npz or csv)")
         example = dataset.x_train.shape[1:]
         try:
             return model, model(dataset.x_train[:1], training=False).shape
         except (TypeError, ValueError) as e:
             raise ConfigError(f"{where}: {key}: on the data's examples of shape {example} "
                               f"({dataset.x_train.dtype.name}): {e}") from None
+
+
+def _named_outputs(model, dataset, where, key):
+    """{output name: its shape for one example}, the data's names checked to be the model's."""
+    check_names(model, dataset, where, key)
+    example = {name: a[:1] for name, a in dataset.x_train.items()}
+    try:
+        outputs = model(example, training=False)
+    except (TypeError, ValueError) as e:
+        shapes = ", ".join(f"{n} {a.shape[1:]}" for n, a in example.items())
+        raise ConfigError(f"{where}: {key}: on the data's examples ({shapes}): {e}") from None
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    return {name: tuple(out.shape) for name, out in zip(model.output_names, outputs)}

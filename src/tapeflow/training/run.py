@@ -6,7 +6,8 @@ builds the model, trains it with ``Model.fit`` and ordinary callbacks (``EarlySt
 ``NanWatch``, ``History``, ``checkpointing.RunCheckpoints``, TensorBoard, the progress bar)
 and writes, in its run directory:
 
-- ``config.yaml``: the resolved config, the seed used included;
+- ``config.yaml``: the resolved config, the seed used included (and, for texts,
+  ``vocabulary.txt``: the token ids' vocabulary);
 - ``checkpoints/epoch-NNNN.h5`` every ``checkpoint.every`` epochs (the last
   ``keep_last`` kept) and ``checkpoints/best.h5``; ``model.h5`` when it ends;
 - ``history.csv`` / ``history.json`` (a row per epoch), ``learning_curve.png``,
@@ -54,6 +55,8 @@ from .checkpointing import RunCheckpoints
 from .mlflow_log import MlflowLog, check_installed as check_mlflow_installed
 from .run_config import RunConfig, dump_yaml, load_config, parse_config
 from .data_sources import load_data
+from .named_sources import n_rows
+from .text_image_sources import VOCABULARY_NAME, vocabulary_text
 from .errors import CheckpointError, ConfigError, TrainingError, UserError
 
 __all__ = ["train", "Run", "check_device"]
@@ -169,6 +172,9 @@ def _train_on_device(plan):
         for directory in (run_dir, os.path.join(run_dir, ckpt_io.CHECKPOINT_DIR)):
             ckpt_io.clean_temporaries(directory)  # left by a crash mid-write; never read
         _write_text(os.path.join(run_dir, CONFIG_NAME), dump_yaml(plan.resolved))
+        vocabulary = vocabulary_text(plan.dataset)
+        if vocabulary is not None:  # predict takes raw texts through it
+            _write_text(os.path.join(run_dir, VOCABULARY_NAME), vocabulary)
     trainer = _Trainer(model, plan.cfg, plan.resolved, plan.dataset, plan.base_dir, run_dir,
                        plan.verbose and plan.root, plan.stream, strategy, plan.stop)
     if plan.resumed is not None:
@@ -419,7 +425,7 @@ class _Trainer:
         cfg = self.cfg.training
         if self.checkpoints.finished:
             return
-        batch_size = len(self.data.x_train) if cfg.batch_size == "full" else cfg.batch_size
+        batch_size = n_rows(self.data.x_train) if cfg.batch_size == "full" else cfg.batch_size
         validation = None if self.data.x_valid is None else (self.data.x_valid, self.data.y_valid)
         # A loss that turns NaN stops the run with one message naming the epoch and step:
         # numpy's overflow warnings on the way there would only bury it.

@@ -21,10 +21,11 @@ from pydantic import Field, ValidationError, field_validator
 
 from .errors import ConfigError
 from .model_graph import GraphModel, KerasConfig
+from .multi_output import logged_names
 from .safe_yaml import MAX_DEPTH, dump_yaml, load_yaml, read_yaml
 from .section import Section
-from .text_image_sources import SOURCES
-from .text_image_sources import AnyDataConfig as DataConfig  # data.py's sources and these
+from .named_sources import SOURCES
+from .named_sources import AnyDataConfig as DataConfig  # every source
 
 __all__ = ["RunConfig", "load_config", "parse_config", "parse_override", "dump_yaml"]
 
@@ -169,8 +170,12 @@ class LoggingConfig(Section):
 class RunConfig(Section):
     data: DataConfig
     model: ModelConfig
-    loss: Union[str, dict[str, Argument]] = "mse"
-    metrics: list[str] = Field(default_factory=lambda: ["mae"])
+    loss: Union[str, dict[str, Argument]] = Field(
+        "mse", description="a loss, or {output name: loss} for a model of several outputs")
+    metrics: Union[list[str], dict[str, list[str]]] = Field(
+        default_factory=lambda: ["mae"], description="metric names, or {output name: [...]}")
+    loss_weights: Optional[Union[list[float], dict[str, float]]] = Field(
+        None, description="each output's weight in the total loss (several outputs)")
     optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
     regularization: RegularizationConfig = Field(default_factory=RegularizationConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
@@ -183,7 +188,14 @@ class RunConfig(Section):
     def model_post_init(self, _):
         if isinstance(self.loss, dict):
             _check_ranges(self.loss, LOSS_RANGES, "loss")
-        logged = ["loss"] + list(self.metrics)
+        targets = getattr(self.data, "targets", None)
+        if isinstance(targets, dict):  # several named outputs: Keras's per-output names too
+            logged = logged_names(list(targets), self.metrics)
+        elif isinstance(self.metrics, dict):
+            raise ValueError("metrics: a mapping by output name is for data whose targets "
+                             "map the model's outputs (data.inputs and data.targets)")
+        else:
+            logged = ["loss"] + list(self.metrics)
         if self.data.split.valid_size > 0:
             logged += [f"val_{name}" for name in logged]
         watched = [("checkpoint.monitor", self.best_monitor, self.checkpoint.keep_best)]

@@ -5,27 +5,29 @@
   vocabulary adapted on the training split alone (the test texts' words are unknown to it,
   as they would be to a deployed model).  Labels are class ids (integers from 0) or class
   names, numbered in sorted order as ``image_dataset_from_directory`` numbers its folders.
+  The vocabulary is written in the run directory (``vocabulary.txt``), so that ``tapeflow
+  predict`` takes raw texts.
 - ``image_directory``: a folder holding one folder of images per class, read as
   ``tf.keras.utils.image_dataset_from_directory`` reads it (classes in sorted order, images
   resized to ``image_size``, float32 values 0-255, (height, width, channels)).
 
 Both split their rows as every source does (``split``: the same ``train_test_split`` calls on
 the row numbers) and give a ``Dataset`` whose ``n_classes`` is the number of classes.
-``AnyDataConfig`` is the ``data:`` section with these sources and ``data_sources.py``'s.
+(named_sources.py's ``AnyDataConfig`` is the ``data:`` section with every source.)
 """
+import dataclasses
 import os
 import pathlib
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Literal, Optional
 
 import numpy as np
 from pydantic import Field
 
-from .data_sources import (CaliforniaHousingData, CsvData, Dataset, DataSource, DigitsData, NpzData,
-                   _check_sizes, _fingerprint, read_csv_rows)
+from .data_sources import Dataset, DataSource, _check_sizes, _fingerprint, read_csv_rows
 from .errors import DataError
 from .text_vectorizer import TextVectorizer
 
-__all__ = ["TextCsvData", "ImageDirectoryData", "AnyDataConfig", "SOURCES"]
+__all__ = ["TextCsvData", "ImageDirectoryData", "VOCABULARY_NAME", "vocabulary_text"]
 
 
 class TextCsvData(DataSource):
@@ -58,8 +60,22 @@ class TextCsvData(DataSource):
         vectorizer = TextVectorizer(self.max_tokens, self.sequence_length, self.standardize)
         vectorizer.adapt(texts[parts[0]])
         x = vectorizer(texts)
-        return _dataset(x, labels.astype(self.dtype), parts, [self.text], [self.label],
-                        len(class_names))
+        dataset = _dataset(x, labels.astype(self.dtype), parts, [self.text], [self.label],
+                           len(class_names))
+        return dataclasses.replace(dataset, vocabulary=tuple(vectorizer.get_vocabulary()))
+
+    def vectorizer(self, run_dir):
+        """The run's ``TextVectorizer``, its vocabulary read from ``run_dir``: raw texts to the
+        token ids the model was trained on."""
+        path = os.path.join(run_dir, VOCABULARY_NAME)
+        try:
+            with open(path, encoding="utf-8") as f:
+                vocabulary = f.read().splitlines()
+        except OSError as e:
+            raise DataError(f"{path}: cannot read the run's vocabulary ({e}); a text run "
+                            f"writes it when it starts") from None
+        return TextVectorizer(self.max_tokens, self.sequence_length, self.standardize,
+                              vocabulary)
 
 
 class ImageDirectoryData(DataSource):
@@ -97,9 +113,16 @@ class ImageDirectoryData(DataSource):
                         len(class_names))
 
 
-AnyDataConfig = Annotated[Union[CaliforniaHousingData, DigitsData, CsvData, NpzData,
-                                TextCsvData, ImageDirectoryData], Field(discriminator="source")]
-SOURCES = ("california_housing", "digits", "csv", "npz", "text_csv", "image_directory")
+# the text source's vocabulary in a run directory: a token a line, from id 1 ("[UNK]"), as
+# Keras's TextVectorization(vocabulary=FILE) reads one
+VOCABULARY_NAME = "vocabulary.txt"
+
+
+def vocabulary_text(dataset):
+    """What ``VOCABULARY_NAME`` holds for ``dataset``, or None (no text source)."""
+    if dataset.vocabulary is None:
+        return None
+    return "".join(token + "\n" for token in dataset.vocabulary[1:])  # id 0 is padding ("")
 
 
 def _existing(base_dir, path, kind):
