@@ -386,7 +386,7 @@ class _Trainer:
         run_fields = {"config": resolved, "data_fingerprint": dataset.fingerprint,
                       "data_dir": base_dir, "feature_names": list(dataset.feature_names),
                       "target_names": list(dataset.target_names)}
-        keep = {} if self.early_stopping is None else {"early_stopping": self.early_stopping}
+        keep = [] if self.early_stopping is None else [self.early_stopping]
         self.checkpoints = RunCheckpoints(run_dir, cfg.checkpoint, cfg.training.epochs,
                                           cfg.best_monitor, run_fields, keep, self.history,
                                           self.watch, stop, strategy)
