@@ -77,6 +77,7 @@ class RunCheckpoints(Callback):
 
     def restore(self, model, ckpt):
         """Go on from ``ckpt`` (read by ``checkpoint.read_checkpoint``) with ``model``."""
+        self.set_model(model)  # a run with no epoch left writes its final model without fit
         ckpt_io.restore_model(model, ckpt)
         one_checkpoint.restore_random_state(ckpt)
         self.epoch, self.step, self.order_seed = ckpt.position
