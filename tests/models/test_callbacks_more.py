@@ -213,6 +213,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.child_process
 def test_a_fit_killed_with_sigkill_mid_epoch_resumes_in_a_new_process(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)

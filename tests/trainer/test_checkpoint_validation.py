@@ -10,6 +10,7 @@ values (a NaN validation loss) are written and read back.
 import copy
 import io
 import math
+import re
 import shutil
 
 import numpy as np
@@ -30,6 +31,9 @@ from .helpers import rewrite, tiny_config
 STATEFUL = {"training": {"early_stopping": {"monitor": "val_loss", "patience": 3,
                                             "restore_best_weights": True}},
             "checkpoint": {"every": 1, "keep_last": 2, "keep_best": True}}
+# the keys their states are kept under: each callback's state_key
+STOPPING = "EarlyStopping{'monitor': 'val_loss', 'mode': 'min'}"
+BEST = "RunCheckpoints{'monitor': 'val_loss', 'mode': 'min'}"
 
 
 def _config(data, epochs):
@@ -106,15 +110,14 @@ WRONG_FIELDS = [
     (("random", "uinteger"), 2 ** 32, "'random.uinteger'"),
     (("random", "op_counts"), [[None, 1]], "'random.op_counts[0]'"),
     (("random", "op_counts"), [[None, 1, -1]], "'random.op_counts[0][2]'"),
-    (("callbacks", "best", "value"), "best", "'callbacks.best.value'"),
-    (("callbacks", "best", "epoch"), 2, "'callbacks.best.epoch'"),     # epochs 0 and 1 only
+    (("callbacks", BEST, "best"), "best", f"'callbacks.{BEST}.best'"),
+    (("callbacks", BEST, "best_epoch"), 2, f"'callbacks.{BEST}.best_epoch'"),  # epochs 0, 1 only
     (("callbacks", "other"), {}, "'callbacks.other'"),
-    (("callbacks", "early_stopping", "wait"), -1, "'callbacks.early_stopping.wait'"),
-    (("callbacks", "early_stopping", "best"), [1.0], "'callbacks.early_stopping.best'"),
-    (("callbacks", "early_stopping", "best_weights"), {"$arrays": 99},
-     "'callbacks.early_stopping.best_weights'"),
-    (("callbacks", "early_stopping", "best_weights"), "all",
-     "'callbacks.early_stopping.best_weights'"),
+    (("callbacks", STOPPING, "wait"), -1, f"'callbacks.{STOPPING}.wait'"),
+    (("callbacks", STOPPING, "best"), [1.0], f"'callbacks.{STOPPING}.best'"),
+    (("callbacks", STOPPING, "best_weights"), {"$arrays": 99},
+     f"'callbacks.{STOPPING}.best_weights'"),
+    (("callbacks", STOPPING, "best_weights"), "all", f"'callbacks.{STOPPING}.best_weights'"),
 ]
 
 
@@ -137,8 +140,8 @@ def test_the_trainer_and_backup_and_restore_write_one_format(run_dir, tmp_path):
     which lacks its run's fields, naming the field."""
     ckpt = one_checkpoint.read(ckpt_io.epoch_path(run_dir, 2))
     assert ckpt.position == (2, 0, None)
-    assert set(ckpt.training["callbacks"]) == {"best", "early_stopping"}
-    assert ckpt.callback_state("early_stopping")["best_weights"][0].dtype.kind == "f"
+    assert set(ckpt.training["callbacks"]) == {BEST, STOPPING}
+    assert ckpt.callback_state(STOPPING)["best_weights"][0].dtype.kind == "f"
     model = tf.keras.models.load_model(ckpt_io.epoch_path(run_dir, 2))  # compiled, as saved
     backup = tmp_path / "backup"
     x = np.zeros((4, len(ckpt.training["feature_names"])), "float32")
@@ -171,8 +174,8 @@ def test_a_training_state_of_another_format_version_is_refused_naming_it(run_dir
 
 def test_a_missing_best_weights_array_is_named(saved):
     arrays = dict(saved.arrays)
-    arrays["early_stopping/best_weights/9"] = arrays.pop("early_stopping/best_weights/1")
-    with pytest.raises(CheckpointError, match=r"'callbacks.early_stopping.best_weights\[1\]'"):
+    arrays[f"{STOPPING}/best_weights/9"] = arrays.pop(f"{STOPPING}/best_weights/1")
+    with pytest.raises(CheckpointError, match=re.escape(f"'callbacks.{STOPPING}.best_weights[1]'")):
         checkpoint_state.check(saved.training, arrays, "ckpt.h5")
 
 
@@ -180,13 +183,14 @@ def test_non_finite_history_values_are_written_and_read_back(saved, tmp_path):
     """A NaN validation loss (and an infinite best) no longer stop the epoch's checkpoint."""
     ckpt = saved
     # the epoch checkpoint holds the best as of its epoch (a resume goes on from it)
-    assert ckpt.training["callbacks"]["best"]["epoch"] == int(np.argmin(
+    assert ckpt.training["callbacks"][BEST]["best_epoch"] == int(np.argmin(
         ckpt.training["history"]["val_loss"]))
     training = {k: v for k, v in ckpt.training.items() if k not in ("version", "random",
                                                                      "arrays")}
     training["history"] = dict(training["history"], val_loss=[math.nan, math.inf],
                                loss=[-math.inf, 1.5])
-    training["callbacks"] = dict(training["callbacks"], best={"value": math.inf, "epoch": 0})
+    training["callbacks"] = dict(training["callbacks"], **{BEST: {"best": math.inf,
+                                                                  "best_epoch": 0}})
     net = load_checkpoint_model(ckpt)
     path = tmp_path / "epoch-0002.h5"
     ckpt_io.write_checkpoint(path, net, training, ckpt.arrays)
@@ -194,7 +198,7 @@ def test_non_finite_history_values_are_written_and_read_back(saved, tmp_path):
     assert math.isnan(back["history"]["val_loss"][0])
     assert back["history"]["val_loss"][1] == math.inf
     assert back["history"]["loss"] == [-math.inf, 1.5]
-    assert back["callbacks"]["best"]["value"] == math.inf
+    assert back["callbacks"][BEST]["best"] == math.inf
 
 
 # Keras: callbacks/backup_and_restore_test.py::test_backup_corrupted (the newest backup's

@@ -315,9 +315,10 @@ def restore_random_state(ckpt):
     context().random.restore(ckpt.random_state)
 
 
-def restore_callback(ckpt, key, callback):
-    """``callback.set_state`` with the state ``ckpt`` keeps under ``key`` (when it keeps one)."""
-    state = ckpt.callback_state(key)
+def restore_callback(ckpt, key, callback, state=None):
+    """``callback.set_state`` with the state ``ckpt`` keeps under ``key`` (when it keeps one);
+    ``state``: that state, when the caller found it itself (under an older key)."""
+    state = ckpt.callback_state(key) if state is None else state
     if state is None:
         return
     try:

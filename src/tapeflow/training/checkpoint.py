@@ -23,7 +23,7 @@ from ..saving.atomic import clean_temporaries
 from . import checkpoint_state as training_state
 from .errors import CheckpointError
 
-__all__ = ["write_checkpoint", "read_checkpoint", "Checkpoint", "restore_model",
+__all__ = ["write_checkpoint", "read_checkpoint", "Checkpoint", "restore_model", "kept_state",
            "last_good_checkpoint", "resolve_checkpoint", "clean_temporaries", "epoch_path",
            "step_path", "prune_steps",
            "CHECKPOINT_DIR", "FINAL_NAME", "BEST_NAME"]
@@ -85,6 +85,19 @@ def read_checkpoint(path):
 
 
 restore_model = one_checkpoint.restore_model
+
+
+def kept_state(ckpt, callback):
+    """The state ``ckpt`` keeps for ``callback``: under its ``state_key``, or in a checkpoint
+    written before the keying, under the fixed key the trainer kept its class's state under."""
+    state = ckpt.callback_state(callback.state_key)
+    if state is not None:
+        return state
+    for key in training_state.fixed_keys_of(type(callback).__name__):
+        state = ckpt.callback_state(key)
+        if state is not None:
+            return training_state.as_current(key, state)
+    return None
 
 
 # --- finding checkpoints -----------------------------------------------------------------------------

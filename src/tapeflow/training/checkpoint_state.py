@@ -9,7 +9,11 @@ import numpy as np
 from .run_config import RunConfig
 from .errors import CheckpointError
 
-__all__ = ["check"]
+__all__ = ["check", "FIXED_KEYS", "class_of", "fixed_keys_of", "as_current", "state_of"]
+
+# Checkpoints written before the callbacks' states were keyed by their ``state_key`` kept the
+# trainer's two under fixed keys: {fixed key: the class whose state it is}.  They still resume.
+FIXED_KEYS = {"early_stopping": "EarlyStopping", "best": "RunCheckpoints"}
 
 class _Field:
     """Where a problem is: the file and the field's path in the training state."""
@@ -110,24 +114,54 @@ def _check_random(at, random):
         at.integer(entry[2], field + "[2]")
 
 
+def class_of(key):
+    """The callback class whose state a checkpoint keeps under ``key`` (``state_key``'s form:
+    the class's name, then the arguments that tell two of them apart)."""
+    return FIXED_KEYS.get(key, key.partition("{")[0])
+
+
+def fixed_keys_of(class_name):
+    """The fixed keys an older checkpoint kept ``class_name``'s state under."""
+    return [key for key, name in FIXED_KEYS.items() if name == class_name]
+
+
+def as_current(key, state):
+    """A state kept under ``key`` in its class's current fields (an older checkpoint's best
+    checkpoint score was ``value`` and ``epoch``)."""
+    if key == "best":
+        return {"best": state.get("value"), "best_epoch": state.get("epoch")}
+    return state
+
+
+def state_of(callbacks, class_name):
+    """The state a checkpoint's ``callbacks`` keep for the trainer's one ``class_name``
+    callback (under its ``state_key``, or an older fixed key), or None."""
+    for key, state in callbacks.items():
+        if class_of(key) == class_name:
+            return as_current(key, state)
+    return None
+
+
 def _check_callbacks(at, callbacks, arrays, epoch):
     at.kind(callbacks, dict, "callbacks")
-    unknown = set(callbacks) - {"best", "early_stopping"}
-    if unknown:
-        at.fail(f"callbacks.{sorted(unknown)[0]}", "is not a callback the trainer keeps")
-    best = callbacks.get("best")
-    if best is not None:
-        at.kind(best, dict, "callbacks.best")
-        at.number(best.get("value"), "callbacks.best.value")
-        at.integer(best.get("epoch"), "callbacks.best.epoch", high=max(epoch - 1, 0),
-                   optional=True)
-    stopping = callbacks.get("early_stopping")
-    if stopping is not None:
-        _check_early_stopping(at, stopping, arrays, epoch)
+    for key, state in callbacks.items():
+        where = f"callbacks.{key}"
+        kind = class_of(key)
+        if kind == "EarlyStopping":
+            _check_early_stopping(at, state, arrays, epoch, key)
+        elif kind == "RunCheckpoints":
+            at.kind(state, dict, where)
+            # an older checkpoint's fields were value and epoch: named as the file names them
+            value, index = ("value", "epoch") if key == "best" else ("best", "best_epoch")
+            at.number(state.get(value), f"{where}.{value}")
+            at.integer(state.get(index), f"{where}.{index}", high=max(epoch - 1, 0),
+                       optional=True)
+        else:
+            at.fail(where, "is not a callback the trainer keeps")
 
 
-def _check_early_stopping(at, state, arrays, epoch):
-    where = "callbacks.early_stopping"
+def _check_early_stopping(at, state, arrays, epoch, key):
+    where = f"callbacks.{key}"
     at.kind(state, dict, where)
     at.integer(state.get("wait"), f"{where}.wait", high=epoch)
     at.number(state.get("best"), f"{where}.best")
@@ -143,8 +177,7 @@ def _check_early_stopping(at, state, arrays, epoch):
     n = weights["$arrays"]
     at.integer(n, f"{where}.best_weights", low=1, high=len(arrays))
     for i in range(n):
-        name = f"early_stopping/best_weights/{i}"
-        value = arrays.get(name)
+        value = arrays.get(f"{key}/best_weights/{i}")
         if not (isinstance(value, np.ndarray) and value.dtype.kind == "f"):
             at.fail(f"{where}.best_weights[{i}]", "is missing or not a float array")
 

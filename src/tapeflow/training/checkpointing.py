@@ -29,19 +29,21 @@ __all__ = ["RunCheckpoints"]
 
 class RunCheckpoints(Callback):
     """``settings``: the config's ``checkpoint`` section; ``run_fields``: the run's own fields
-    for every checkpoint (config, data fingerprint, ...); ``keep``: ``{key: callback}`` whose
-    state each checkpoint holds; ``history``: the ``History`` it holds; ``watch``: the
+    for every checkpoint (config, data fingerprint, ...); ``keep``: the callbacks whose state
+    each checkpoint holds, each under its ``state_key`` (this one's own state, the best
+    checkpoint's score, too); ``history``: the ``History`` it holds; ``watch``: the
     ``NanWatch`` (no checkpoint once the loss turned NaN)."""
 
     def __init__(self, run_dir, settings, epochs, best_monitor, run_fields, keep, history,
                  watch, stop=None, strategy=None):
         super().__init__()
         self.run_dir, self.settings, self.epochs = run_dir, settings, epochs
-        self.run_fields, self.keep, self.history, self.watch = run_fields, keep, history, watch
+        self.run_fields, self.history, self.watch = run_fields, history, watch
         self.stop = stop if stop is not None else preemption.StopRequest()  # SIGTERM's flag
         self.strategy = strategy
         self.writes = strategy is None or strategy.rank == 0  # under MPI, rank 0 alone
         self.best = _Best(best_monitor, settings.mode) if settings.keep_best else None
+        self.keep = list(keep) + ([self] if self.best is not None else [])
         self.epoch = 0              # epochs done
         self.step = 0               # steps done into the next epoch (a mid-epoch resume)
         self.order_seed = None      # and that epoch's shuffle order
@@ -55,8 +57,27 @@ class RunCheckpoints(Callback):
         return self.stopped or self.epoch >= self.epochs
 
     # --- state in and out of checkpoints ---------------------------------------------------------
+    @property
+    def state_key(self):
+        if self.best is None:
+            return super().state_key
+        return self._state_key_of(monitor=self.best.monitor.monitor, mode=self.best.monitor.mode)
+
+    def get_state(self):
+        """The best checkpoint's score and epoch (None before the first)."""
+        return {} if self.best is None else {"best": self.best.value,
+                                             "best_epoch": self.best.epoch}
+
+    def set_state(self, state):
+        value, epoch = state["best"], state["best_epoch"]
+        if value is not None and type(value) not in (int, float) or \
+                epoch is not None and type(epoch) is not int:
+            raise ValueError(f"RunCheckpoints: the state {state!r} is not a score and an epoch")
+        self.best.value, self.best.epoch = value, epoch
+
     def restore(self, model, ckpt):
         """Go on from ``ckpt`` (read by ``checkpoint.read_checkpoint``) with ``model``."""
+        self.set_model(model)  # a run with no epoch left writes its final model without fit
         ckpt_io.restore_model(model, ckpt)
         one_checkpoint.restore_random_state(ckpt)
         self.epoch, self.step, self.order_seed = ckpt.position
@@ -65,22 +86,18 @@ class RunCheckpoints(Callback):
         history = ckpt.training["history"]
         self.history.set_state({"epoch": list(range(self.epoch)),
                                 "history": {k: list(v) for k, v in history.items()}})
-        for key, callback in self.keep.items():
-            one_checkpoint.restore_callback(ckpt, key, callback)
-        state = ckpt.callback_state("best")
-        if self.best is not None and state is not None:
-            self.best.value, self.best.epoch = state["value"], state["epoch"]
+        for callback in self.keep:
+            one_checkpoint.restore_callback(ckpt, callback.state_key, callback,
+                                            ckpt_io.kept_state(ckpt, callback))
 
     def write(self, path, finished=False, step=0, order_seed=None):
         if not self.writes:
             return
-        callbacks = {} if self.best is None else \
-            {"best": {"value": self.best.value, "epoch": self.best.epoch}}
         fields = dict(self.run_fields, finished=finished, stopped=self.stopped,
-                      history=self.history.get_state()["history"], callbacks=callbacks)
+                      history=self.history.get_state()["history"])
         one_checkpoint.write(path, self.model, one_checkpoint.Position(self.epoch, step,
                                                                        order_seed),
-                             self.keep, fields)
+                             {callback.state_key: callback for callback in self.keep}, fields)
 
     # --- where fit goes on -----------------------------------------------------------------------
     @property

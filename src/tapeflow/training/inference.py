@@ -17,6 +17,7 @@ from ..saving.atomic import write_text_atomically
 from ..saving.keras_saving import load_model
 from .build import loss_from_config, metrics_from_config, named_compile_arguments
 from .checkpoint import run_directory_holding
+from .checkpoint_state import state_of
 from .run_config import RunConfig, dump_yaml
 from .data_sources import csv_columns, load_data, read_csv_rows
 from .errors import CheckpointError, DataError, UserError
@@ -233,10 +234,10 @@ def describe_checkpoint(ckpt):
     if history:
         last = {k: v[-1] for k, v in history.items() if v}
         lines.append("last epoch: " + " - ".join(f"{k}: {v:.4f}" for k, v in last.items()))
-    best = training["callbacks"].get("best")
-    if best and best.get("value") is not None:
-        lines.append(f"best {cfg['checkpoint']['monitor']}: {best['value']:.4f} "
-                     f"(epoch {best['epoch'] + 1})")
+    best = state_of(training["callbacks"], "RunCheckpoints")
+    if best and best.get("best") is not None:
+        lines.append(f"best {cfg['checkpoint']['monitor']}: {best['best']:.4f} "
+                     f"(epoch {best['best_epoch'] + 1})")
     lines.append("config:")
     lines += ["  " + line for line in dump_yaml(cfg).splitlines()]
     return lines

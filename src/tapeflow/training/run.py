@@ -3,7 +3,8 @@
 A run validates its config, loads and splits the data, seeds the one random
 state that drives every draw (initial weights, each epoch's shuffle, dropout),
 builds the model, trains it with ``Model.fit`` and ordinary callbacks (``EarlyStopping``,
-``NanWatch``, ``History``, ``checkpointing.RunCheckpoints``, TensorBoard, the progress bar)
+``NanWatch``, ``History``, ``checkpointing.RunCheckpoints``, ``run_history.RunHistoryWriter``,
+TensorBoard, the progress bar)
 and writes, in its run directory:
 
 - ``config.yaml``: the resolved config, the seed used included (and, for texts,
@@ -31,9 +32,7 @@ finishes the current step, writes a checkpoint and raises ``Preempted``
 A loss that turns NaN stops the run with a ``TrainingError`` naming the epoch
 and step; the checkpoints written before it are kept.
 """
-import csv
 import dataclasses
-import io
 import json
 import os
 import sys
@@ -46,12 +45,13 @@ from ..core.context import context, reset
 from ..device import device as tf_device
 from ..distribute import launch
 from ..ops import random as random_ops
-from ..saving.atomic import make_directory, write_atomically, write_text_atomically
+from ..saving.atomic import make_directory, write_text_atomically
 from . import checkpoint as ckpt_io
 from . import preemption
 from ..callbacks.recorders import NanWatch
 from .build import build_model
 from .checkpointing import RunCheckpoints
+from .run_history import RunHistoryWriter
 from .mlflow_log import MlflowLog, check_installed as check_mlflow_installed
 from .run_config import RunConfig, dump_yaml, load_config, parse_config
 from .data_sources import load_data
@@ -373,7 +373,8 @@ def _write_text(path, text):
 
 class _Trainer:
     """The run as ``Model.fit`` with ordinary callbacks: early stopping, the NaN watch, the
-    history, the checkpoints (``RunCheckpoints``), TensorBoard and the progress bar."""
+    history, the checkpoints (``RunCheckpoints``), the history's files (``RunHistoryWriter``),
+    TensorBoard and the progress bar."""
 
     def __init__(self, model, cfg, resolved, dataset, base_dir, run_dir, verbose, stream,
                  strategy=None, stop=None):
@@ -392,10 +393,12 @@ class _Trainer:
         run_fields = {"config": resolved, "data_fingerprint": dataset.fingerprint,
                       "data_dir": base_dir, "feature_names": list(dataset.feature_names),
                       "target_names": list(dataset.target_names)}
-        keep = {} if self.early_stopping is None else {"early_stopping": self.early_stopping}
+        keep = [] if self.early_stopping is None else [self.early_stopping]
         self.checkpoints = RunCheckpoints(run_dir, cfg.checkpoint, cfg.training.epochs,
                                           cfg.best_monitor, run_fields, keep, self.history,
                                           self.watch, stop, strategy)
+        self.history_writer = RunHistoryWriter(run_dir, self.history, self.watch,
+                                               plot=cfg.logging.plot, writes=self.writes)
         self.mlflow = None  # the MLflow run (logging.mlflow), once open_logs opened it
 
     def restore(self, ckpt):
@@ -403,8 +406,9 @@ class _Trainer:
 
     def callbacks(self):
         """In this order: early stopping sets ``stop_training`` before the checkpoint records
-        it; the watch and the history see the epoch before the checkpoint holds it."""
-        callbacks = [self.watch, self.history, self.checkpoints]
+        it; the watch and the history see the epoch before the checkpoint holds it; the
+        history's files are written as training ends."""
+        callbacks = [self.watch, self.history, self.checkpoints, self.history_writer]
         if self.early_stopping is not None:
             callbacks.insert(0, self.early_stopping)
         if self.mlflow is not None:
@@ -423,7 +427,8 @@ class _Trainer:
 
     def fit(self):
         cfg = self.cfg.training
-        if self.checkpoints.finished:
+        if self.checkpoints.finished:  # killed after its last checkpoint: nothing to train
+            self.history_writer.write()
             return
         batch_size = n_rows(self.data.x_train) if cfg.batch_size == "full" else cfg.batch_size
         validation = None if self.data.x_valid is None else (self.data.x_valid, self.data.y_valid)
@@ -479,9 +484,6 @@ class _Trainer:
         if self.writes:  # under MPI, rank 0 alone writes
             _write_text(os.path.join(self.run_dir, "test_metrics.json"),
                         json.dumps(test, indent=2) + "\n")
-            write_history(self.run_dir, history)
-            if self.cfg.logging.plot and history:
-                plot_history(os.path.join(self.run_dir, "learning_curve.png"), history)
             if self.mlflow is not None:
                 self.mlflow.finish()  # the run directory as it ends, as artifacts
         test = launch.broadcast(self.strategy, test)
@@ -515,38 +517,3 @@ class _Progress(callbacks_module.ProgbarLogger):
 
     def _interactive(self):
         return self.force_bar or super()._interactive()
-
-
-def write_history(run_dir, history):
-    keys = list(history)
-    n = max((len(v) for v in history.values()), default=0)
-    rows = [[i + 1] + [history[k][i] if i < len(history[k]) else "" for k in keys]
-            for i in range(n)]
-    table = io.StringIO(newline="")
-    writer = csv.writer(table)
-    writer.writerow(["epoch"] + keys)
-    writer.writerows(rows)
-    write_text_atomically(os.path.join(run_dir, "history.csv"), table.getvalue(), newline="")
-    _write_text(os.path.join(run_dir, "history.json"), json.dumps(history, indent=1) + "\n")
-
-
-def plot_history(path, history):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    names = [k for k in history if not k.startswith("val_")]
-    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 3.5), squeeze=False)
-    for ax, name in zip(axes[0], names):
-        epochs = range(1, len(history[name]) + 1)
-        ax.plot(epochs, history[name], label=f"train {name}")
-        if f"val_{name}" in history:
-            val = history[f"val_{name}"]
-            ax.plot(range(1, len(val) + 1), val, label=f"validation {name}")
-        ax.set_xlabel("epoch")
-        ax.set_title(name)
-        ax.legend()
-    fig.tight_layout()
-    try:
-        write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
-    finally:
-        plt.close(fig)
