@@ -19,6 +19,7 @@ from ..serialization import snake_case
 # ops and rules use only the families below it (tests/test_import_graph.py checks).
 from . import shape as shape_ops
 from .creation import zeros_like
+from ..dtypes import is_float_dtype, is_inexact_dtype
 
 __all__ = [
     "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal",
@@ -44,7 +45,7 @@ def _unary(opname, forward, *, quiet=False, float_only=True, **declaration):
     def call(x, name=None):
         if not isinstance(x, Tensor):
             x = as_tensor(x)
-        if float_only and x._value.dtype.kind not in "fc":
+        if float_only and not is_inexact_dtype(x._value.dtype):
             raise TypeError(f"{opname} takes a floating-point tensor, not {x._value.dtype.name} "
                             f"(use tf.cast)")
         return apply_unary(op, x)
@@ -245,7 +246,7 @@ def _relu_kernel(in_types, attrs):
     """For floats, numpy's ufunc alone: a float array and the Python 0 keep the array's dtype
     (and CuPy arrays dispatch numpy's ufuncs to CuPy's)."""
     ((_, dtype),) = in_types
-    if dtype.kind != "f":
+    if not is_float_dtype(dtype):
         return None
     return Inline("np.maximum({0}, 0)")
 

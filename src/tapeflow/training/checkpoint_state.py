@@ -8,6 +8,7 @@ import numpy as np
 
 from .run_config import RunConfig
 from .errors import CheckpointError
+from ..dtypes import is_float_dtype
 
 __all__ = ["check"]
 
@@ -145,7 +146,7 @@ def _check_early_stopping(at, state, arrays, epoch):
     for i in range(n):
         name = f"early_stopping/best_weights/{i}"
         value = arrays.get(name)
-        if not (isinstance(value, np.ndarray) and value.dtype.kind == "f"):
+        if not (isinstance(value, np.ndarray) and is_float_dtype(value.dtype)):
             at.fail(f"{where}.best_weights[{i}]", "is missing or not a float array")
 
 
