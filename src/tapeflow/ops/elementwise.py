@@ -40,6 +40,8 @@ def _unary(opname, forward, *, quiet=False, float_only=True, **declaration):
             with np.errstate(all="ignore"):
                 return plain(x)
         forward.__qualname__ = f"{opname}.forward"
+    if float_only:
+        forward = _in_input_dtype(forward)
     op = def_primitive(opname, forward, **declaration)
 
     def call(x, name=None):
@@ -52,6 +54,19 @@ def _unary(opname, forward, *, quiet=False, float_only=True, **declaration):
     call.__name__ = call.__qualname__ = opname.lower()
     call.op = op
     return dispatches_symbols(_api_name(opname))(call)
+
+
+def _in_input_dtype(kernel):
+    """``kernel`` whose float result keeps a bfloat16 input's dtype: numpy promotes ml_dtypes'
+    bfloat16 to float32 when a kernel's Python float literal meets it (``1.0 + x``), where
+    numpy's own floats stay in their dtype."""
+    def forward(x):
+        out = kernel(x)
+        if x.dtype.kind == "V" and out.dtype.kind == "f":
+            return out.astype(x.dtype)
+        return out
+    forward.__qualname__ = getattr(kernel, "__qualname__", "forward")
+    return forward
 
 
 def _api_name(opname):
