@@ -71,12 +71,13 @@ def one_axis(axis, ndim, opname):
 
 
 def half_in_float32(product, *arrays):
-    """``product(*arrays)`` (a matmul or einsum), where numpy arrays of a 2-byte float (float16,
-    ml_dtypes' bfloat16) are multiplied in float32 and rounded once to their own dtype: numpy
+    """``product(*arrays)`` (a matmul or einsum), where numpy's float16 and ml_dtypes' bfloat16
+    (on any device) are multiplied in float32 and rounded once to their own dtype: numpy
     has no float16 BLAS (its loop is ~100x slower than float32's), and ml_dtypes' bfloat16
     matmul returns float32 while its einsum refuses bfloat16.  A GPU's half-precision units
     also accumulate in float32."""
     dtype = arrays[0].dtype
-    if dtype.itemsize != 2 or not is_float_dtype(dtype) or array_module(*arrays) is not np:
+    if dtype.itemsize != 2 or not is_float_dtype(dtype) or (
+            dtype.kind == "f" and array_module(*arrays) is not np):  # a GPU's float16 BLAS
         return product(*arrays)
     return product(*(a.astype(np.float32) for a in arrays)).astype(dtype)
