@@ -114,17 +114,22 @@ _EXTENSION_FLOATS = frozenset({"bfloat16"})
 def is_float_dtype(dtype):
     """Whether ``dtype`` (numpy dtype, DType or name) is a real floating point type, numpy's
     or ml_dtypes' bfloat16: what tapes differentiate and mixed precision casts."""
-    if not isinstance(dtype, np.dtype):
+    try:
+        kind = dtype.kind  # a numpy dtype: the hot case, in every op a tape records
+    except AttributeError:
         dtype = numpy_dtype(dtype)
-    kind = dtype.kind
+        kind = dtype.kind
     return kind == "f" or (kind == "V" and dtype.name in _EXTENSION_FLOATS)
 
 
 def is_inexact_dtype(dtype):
     """Float (``is_float_dtype``) or complex: the dtypes that carry gradients."""
-    if not isinstance(dtype, np.dtype):
+    try:
+        kind = dtype.kind
+    except AttributeError:
         dtype = numpy_dtype(dtype)
-    return dtype.kind == "c" or is_float_dtype(dtype)
+        kind = dtype.kind
+    return kind == "f" or kind == "c" or (kind == "V" and dtype.name in _EXTENSION_FLOATS)
 
 
 def finfo(dtype):
