@@ -78,7 +78,8 @@ def test_repr_config_and_python_serialization():
 
 
 def test_eq():
-    # Keras: dtype_policy_test.py::test_eq (with mixed_float16; mixed_bfloat16: test_mixed_bfloat16.py)
+    # Keras: dtype_policy_test.py::test_eq (with mixed_float16; mixed_bfloat16 in
+    # test_mixed_bfloat16.py)
     policy = DTypePolicy("mixed_float16")
     assert policy == DTypePolicy("mixed_float16")
     assert policy != "mixed_float16"
@@ -88,7 +89,8 @@ def test_eq():
 @pytest.mark.parametrize("name", ["mixed_bfloat16", "bfloat16"])
 def test_bfloat16_policies_without_ml_dtypes_are_refused_naming_the_extra(name, monkeypatch):
     monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # what an install without it sees
-    with pytest.raises(ValueError, match=r"bfloat16.*ml_dtypes.*tapeflow\[bfloat16\].*mixed_float16"):
+    refusal = r"bfloat16.*ml_dtypes.*tapeflow\[bfloat16\].*mixed_float16"
+    with pytest.raises(ValueError, match=refusal):
         DTypePolicy(name)
     with pytest.raises(ValueError, match="ml_dtypes"):
         mixed_precision.set_global_policy(name)
