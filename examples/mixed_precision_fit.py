@@ -7,9 +7,10 @@ so the loss is computed in float32.  ``compile`` wraps the optimizer in a
 ``LossScaleOptimizer``: the loss is multiplied by a scale (2**15 to start) before
 differentiating, so that small float16 gradients do not underflow, and the gradients are
 divided by it before the step; a step with an inf or nan gradient is skipped and the scale
-halved.
+halved.  ``--policy mixed_bfloat16`` computes in bfloat16 instead (ml_dtypes' type, the
+``[bfloat16]`` extra), with no loss scaling, as Keras: bfloat16 has float32's range.
 
-    python examples/mixed_precision_fit.py [--epochs 20] [--compare]
+    python examples/mixed_precision_fit.py [--epochs 20] [--compare] [--policy mixed_bfloat16]
 
 It prints the dtypes, the loss scale after training and the test accuracy; with
 ``--compare`` it trains the same model in float32 too and prints both accuracies and the
@@ -64,25 +65,30 @@ def main():
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--compare", action="store_true",
                         help="train in float32 too, and print both timings")
+    parser.add_argument("--policy", choices=["mixed_float16", "mixed_bfloat16"],
+                        default="mixed_float16")
     args = parser.parse_args()
 
     x, y = load_digits(return_X_y=True)
     data = train_test_split((x / 16.0).astype(np.float32), y, test_size=0.25, random_state=0)
-    model, accuracy, seconds = train("mixed_float16", data, args.epochs)
+    model, accuracy, seconds = train(args.policy, data, args.epochs)
     dense = model.get_layer("dense_1")
     print(f"policy {dense.dtype_policy.name}: compute dtype {dense.compute_dtype}, variable "
           f"dtype {dense.variable_dtype}; kernel {dense.kernel.dtype.name}; hidden outputs "
           f"{dense(data[1][:1]).dtype.name}; predictions "
           f"{model(data[1][:1]).dtype.name}")
     optimizer = model.optimizer
-    print(f"optimizer: {type(optimizer).__name__}({type(optimizer.inner_optimizer).__name__}), "
-          f"loss scale after {int(optimizer.iterations.numpy())} steps: "
-          f"{float(optimizer.dynamic_scale.numpy()):g}")
-    print(f"test accuracy (mixed_float16): {accuracy:.3f}")
+    if isinstance(optimizer, mixed_precision.LossScaleOptimizer):
+        print(f"optimizer: {type(optimizer).__name__}({type(optimizer.inner_optimizer).__name__}"
+              f"), loss scale after {int(optimizer.iterations.numpy())} steps: "
+              f"{float(optimizer.dynamic_scale.numpy()):g}")
+    else:
+        print(f"optimizer: {type(optimizer).__name__} (no loss scaling)")
+    print(f"test accuracy ({args.policy}): {accuracy:.3f}")
     if args.compare:
         _, accuracy32, seconds32 = train("float32", data, args.epochs)
         print(f"test accuracy (float32): {accuracy32:.3f}")
-        print(f"seconds per epoch: {seconds:.3f} (mixed_float16), {seconds32:.3f} (float32)")
+        print(f"seconds per epoch: {seconds:.3f} ({args.policy}), {seconds32:.3f} (float32)")
 
 
 if __name__ == "__main__":

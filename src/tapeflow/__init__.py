@@ -99,3 +99,10 @@ train.Checkpoint = _Checkpoint
 train.CheckpointManager = _CheckpointManager
 train.latest_checkpoint = _latest_checkpoint
 train.get_checkpoint_state = _get_checkpoint_state
+
+
+def __getattr__(name):
+    # tf.bfloat16 imports ml_dtypes (the optional [bfloat16] extra) on first use only
+    if name == "bfloat16":
+        return dtypes.bfloat16
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,6 +18,7 @@ from .ops.arithmetic import (
     abs_, add, equal, greater, greater_equal, less, less_equal, multiply, not_equal, subtract,
 )
 from .ops.reduce import reduce_all
+from .dtypes import is_inexact_dtype
 
 __all__ = [
     "Assert", "assert_equal", "assert_none_equal", "assert_less", "assert_less_equal",
@@ -123,7 +124,7 @@ for _fn, _name in ((assert_negative, "assert_negative"), (assert_positive, "asse
 def assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=None, name=None):
     """``|x - y| <= atol + rtol * |y|`` element-wise (defaults: 10 machine epsilons of x's dtype)."""
     x, y = _tensor(x), _tensor(y)
-    if np.dtype(x._value.dtype).kind not in "fc":
+    if not is_inexact_dtype(x._value.dtype):
         raise TypeError(f"assert_near takes floating-point tensors, got {x.dtype.name}")
     _broadcastable(x, y)
     eps = float(np.finfo(x._value.dtype).eps)

@@ -6,16 +6,13 @@ them, see ``layers/autocast.py``); a plain dtype name (``"float32"``, ``"float64
 one is set (or after ``set_global_policy(None)``) that is Keras's ``floatx()`` ("float32" unless
 ``set_floatx`` changed it), which is also the dtype losses compute in.
 
-bfloat16 policies are refused, with an error that says why: numpy has no bfloat16; the
-``ml_dtypes`` package adds one (not a tapeflow dependency), but as a numpy dtype of kind 'V',
-which tapeflow's tapes do not differentiate (they take kind 'f' for floating point), so a
-bfloat16 layer would train nothing.
+``"mixed_bfloat16"`` computes in bfloat16 (ml_dtypes' type, the optional ``[bfloat16]``
+extra) with float32 variables, and no loss scaling (Keras uses none for bfloat16, whose range
+is float32's); without ml_dtypes bfloat16 policies are refused with an error naming the extra.
 """
-import importlib.util
-
 import numpy as np
 
-from .dtypes import DType
+from .dtypes import DType, as_dtype
 
 __all__ = ["DTypePolicy", "Policy", "set_global_policy", "global_policy", "get", "floatx",
            "set_floatx"]
@@ -92,15 +89,12 @@ def _parse(name):
 
 
 def _require_bfloat16(name):
-    """The refusal, saying whether ``ml_dtypes`` (numpy's only bfloat16) is there at all."""
-    if importlib.util.find_spec("ml_dtypes") is None:
-        why = "it needs the ml_dtypes package, which is not installed (and is not a " \
-              "tapeflow dependency)"
-    else:
-        why = "ml_dtypes' bfloat16 is installed, but tapeflow's gradients do not flow " \
-              "through it (a numpy dtype of kind 'V', not 'f')"
-    raise ValueError(f"The dtype policy '{name}' computes in bfloat16, which numpy lacks: "
-                     f"{why}. Use 'mixed_float16' (float16 compute, float32 variables).")
+    """Loads ml_dtypes' bfloat16, or refuses ``name`` naming the extra that brings it."""
+    try:
+        as_dtype("bfloat16")
+    except TypeError as missing:
+        raise ValueError(f"The dtype policy '{name}' computes in bfloat16: {missing}. Or use "
+                         f"'mixed_float16' (float16 compute, float32 variables).") from None
 
 
 _FLOATX_CHOICES = ("float16", "float32", "float64")

@@ -14,6 +14,7 @@ from .core import nest
 from .core.custom_gradient import custom_gradient
 from .core.tape import GradientTape, paused_tapes
 from .core.tensor import Tensor
+from .dtypes import is_inexact_dtype
 
 __all__ = ["grad_pass_through", "recompute_grad"]
 
@@ -75,7 +76,7 @@ def _recompute_flat(f):
 
         def grad(*dys, variables=None):
             variables = list(variables or [])
-            floats = [a._value.dtype.kind in "fc" for a in args]
+            floats = [is_inexact_dtype(a._value.dtype) for a in args]
             # The vector-Jacobian product is itself a recomputed function of (args, dys): a tape
             # recording this backward pass sees one node from them, and differentiating it again
             # re-runs f once more (to any order).

@@ -30,6 +30,7 @@ from .ops.elementwise import log, rsqrt, softplus, square
 from .ops.nn import checked_class_indices, log_softmax, sigmoid_cross_entropy_with_logits
 from .ops.reduce import reduce_all, reduce_max, reduce_mean, reduce_sum
 from .ops.shape import cast, expand_dims, squeeze, where
+from .dtypes import is_inexact_dtype
 
 __all__ = [
     "Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError", "Huber",
@@ -71,7 +72,7 @@ def squeeze_or_expand_to_same_rank(x1, x2, expand_rank_1=True):
 def _floating(x):
     """``x`` as a floating tensor; integer or bool data becomes float32 (Keras's floatx)."""
     t = x if isinstance(x, Tensor) else convert_to_tensor(x)
-    return t if t._value.dtype.kind in "fc" else cast(t, "float32")
+    return t if is_inexact_dtype(t._value.dtype) else cast(t, "float32")
 
 
 def _as_dtype(x, dtype):

@@ -4,6 +4,7 @@ cases, ported with their values) and layers under them: float16 compute, float32
 mixed_float16 fit with loss scaling."""
 import copy
 import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -35,7 +36,7 @@ def test_initialization_valid_name():
     ("mixed_float16", "float16", "float32")])
 def test_initialization_from_global(name, compute, variable):
     # Keras: dtype_policy_test.py::test_initialization_from_global (the bfloat16 cases:
-    # test_bfloat16_policies_are_refused_naming_ml_dtypes)
+    # test_mixed_bfloat16.py)
     mixed_precision.set_global_policy(name)
     policy = DTypePolicy(name=None)
     assert (policy.name, policy.compute_dtype, policy.variable_dtype) == (name, compute, variable)
@@ -77,7 +78,8 @@ def test_repr_config_and_python_serialization():
 
 
 def test_eq():
-    # Keras: dtype_policy_test.py::test_eq (with mixed_float16: bfloat16 is refused here)
+    # Keras: dtype_policy_test.py::test_eq (with mixed_float16; mixed_bfloat16 in
+    # test_mixed_bfloat16.py)
     policy = DTypePolicy("mixed_float16")
     assert policy == DTypePolicy("mixed_float16")
     assert policy != "mixed_float16"
@@ -85,11 +87,15 @@ def test_eq():
 
 
 @pytest.mark.parametrize("name", ["mixed_bfloat16", "bfloat16"])
-def test_bfloat16_policies_are_refused_naming_ml_dtypes(name):
-    with pytest.raises(ValueError, match="bfloat16.*ml_dtypes.*mixed_float16"):
+def test_bfloat16_policies_without_ml_dtypes_are_refused_naming_the_extra(name, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # what an install without it sees
+    refusal = r"bfloat16.*ml_dtypes.*tapeflow\[bfloat16\].*mixed_float16"
+    with pytest.raises(ValueError, match=refusal):
         DTypePolicy(name)
     with pytest.raises(ValueError, match="ml_dtypes"):
         mixed_precision.set_global_policy(name)
+    with pytest.raises(AttributeError, match=r"tapeflow\[bfloat16\]"):
+        tf.bfloat16  # noqa: B018
 
 
 def test_mixed_layer_computes_in_float16_with_float32_variables():
@@ -189,3 +195,15 @@ def test_layers_with_sub_layers_or_state_compute_in_float16(make):
     assert y.dtype == tf.float16
     assert all(v.dtype == tf.float32 and isinstance(v, tf.Variable) for v in layer.variables)
     assert grads and all(g is not None and g.dtype == tf.float32 for g in grads)
+
+
+def test_batch_normalization_infers_in_float16_from_float32_moving_statistics():
+    # Keras 3's BatchNormalization computes in float32 for float16 inputs and returns float16;
+    # inference read the float32 moving statistics against float16 gamma (a dtype error before)
+    layer = layers.BatchNormalization(dtype="mixed_float16")
+    x = np.linspace(-1.0, 1.0, 40, dtype=np.float32).reshape(10, 4)
+    plain = layers.BatchNormalization()
+    for training in (True, False):
+        y, want = layer(x, training=training), plain(x, training=training)
+        assert y.dtype == tf.float16 and layer.moving_mean.dtype == tf.float32
+        np.testing.assert_allclose(y.numpy(), want.numpy(), rtol=1e-3, atol=1e-3)

@@ -1,8 +1,10 @@
 """The dtype a loss computes in, as Keras 3's: ``floatx()`` (float32) unless ``dtype`` says
 otherwise, whatever the inputs' float dtype; a dtype policy's compute dtype; float32 under a
 mixed_float16 global policy.  Ported from keras/src/losses/loss_test.py and losses_test.py
-(each ``test_dtype_arg`` there uses bfloat16, which tapeflow refuses for want of a numpy
-bfloat16 (see dtype_policy.py): float16 stands in, as loss_test.py's own test_dtype_arg does)."""
+(each ``test_dtype_arg`` there uses bfloat16: ml_dtypes' bfloat16, where it is installed, and
+float16 too, as loss_test.py's own test_dtype_arg does)."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -94,9 +96,17 @@ def test_dtype_arg(name, kwargs, data):
     np.testing.assert_allclose(default.numpy(), wide.numpy(), rtol=1e-6, atol=1e-6)
 
 
-def test_bfloat16_dtype_is_refused_naming_ml_dtypes():
-    # Keras's test_dtype_arg cases use bfloat16; numpy has none (see dtype_policy.py)
-    with pytest.raises(ValueError, match="ml_dtypes"):
+@pytest.mark.parametrize("name, kwargs, data", DTYPE_ARG_CASES, ids=[c[0] for c in DTYPE_ARG_CASES])
+def test_dtype_arg_bfloat16(name, kwargs, data):
+    # Keras: losses_test.py::<Class>Test::test_dtype_arg, as Keras writes it (bfloat16)
+    pytest.importorskip("ml_dtypes", reason="bfloat16 needs the [bfloat16] extra (ml_dtypes)")
+    y_true, y_pred = data
+    assert getattr(losses, name)(dtype="bfloat16", **kwargs)(y_true, y_pred).dtype == tf.bfloat16
+
+
+def test_bfloat16_dtype_without_ml_dtypes_is_refused_naming_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # what an install without it sees
+    with pytest.raises(ValueError, match=r"ml_dtypes.*tapeflow\[bfloat16\]"):
         losses.MeanSquaredError(dtype="bfloat16")
 
 

@@ -18,6 +18,7 @@ from .dispatch import apply
 from .installed_ops import OPS
 from .registry import NOT_DIFFERENTIABLE, Inline, def_primitive
 from .tensor import Tensor, Variable, convert_to_tensor
+from ..dtypes import is_float_dtype
 
 __all__ = ["no_gradient_error", "rule_fn", "fill_zeros", "run_rule", "accumulate",
            "unbroadcast", "lead_shape"]
@@ -134,7 +135,7 @@ def _sum_to_shape_kernel(in_types, attrs):
         return lambda g: g.reshape(out_shape)
     axes = tuple(axes)
     summed = tuple(d for i, d in enumerate(gshape) if i not in axes)
-    if summed == out_shape and dtype.kind == "f":
+    if summed == out_shape and is_float_dtype(dtype):
         # (32, 30) -> (30,): the sum has the shape already, and a float array sums in its
         # own dtype by default; the axes are ints, so the expression holds nothing but them.
         return Inline(f"{{0}}.sum(axis={tuple(int(a) for a in axes)!r})")

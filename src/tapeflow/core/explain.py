@@ -7,6 +7,7 @@ target was not computed on this tape, the path went through numpy (or a
 target simply does not depend on it.
 """
 from .backprop import reachable_nodes
+from ..dtypes import is_inexact_dtype
 
 __all__ = ["explain_gradient"]
 
@@ -17,7 +18,7 @@ def explain_gradient(tape, target, source):
     if not isinstance(target, Tensor) or not isinstance(source, Tensor):
         return "target and source must both be tensors"
     name = _describe(source)
-    if source._value.dtype.kind not in "fc":
+    if not is_inexact_dtype(source._value.dtype):
         return (f"{name} has integer dtype {source._value.dtype.name}: integers are not "
                 f"differentiable, so its gradient is None (cast it to a float dtype first)")
     node = source._node

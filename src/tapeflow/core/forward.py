@@ -46,6 +46,7 @@ from .installed_ops import OPS
 from .registry import NOT_DIFFERENTIABLE
 from .tape import GradientTape, UnconnectedGradients, _unconnected_mode
 from .tensor import Tensor, Variable, convert_to_tensor
+from ..dtypes import is_inexact_dtype
 
 __all__ = ["ForwardAccumulator", "jvp", "hvp", "linearize", "op_jvp"]
 
@@ -89,7 +90,7 @@ class ForwardAccumulator:
 
     def _watch(self, primal, tangent):
         dtype = primal._value.dtype
-        if dtype.kind not in "fc":
+        if not is_inexact_dtype(dtype):
             warnings.warn(f"The dtype of the watched primal must be floating (e.g. tf.float32), "
                           f"got tf.{dtype.name}", stacklevel=3)
         tangent = convert_to_tensor(tangent, dtype=dtype)
@@ -204,8 +205,9 @@ def op_jvp(op, attrs, inputs, outputs, in_tangents):
 
     The double-VJP trick on the op's gradient rule: ``J t = d/du <vjp(u), t>``.
     """
-    needs = [t is not None and x._value.dtype.kind in "fc" for x, t in zip(inputs, in_tangents)]
-    wanted = [o._value.dtype.kind in "fc" for o in outputs]
+    needs = [t is not None and is_inexact_dtype(x._value.dtype)
+             for x, t in zip(inputs, in_tangents)]
+    wanted = [is_inexact_dtype(o._value.dtype) for o in outputs]
     if True not in needs or True not in wanted:
         return [None] * len(outputs)  # integer and bool results are never differentiable
     rule = op.gradient_rule(attrs)
@@ -325,7 +327,7 @@ def linearize(f, *primals):
             out = f(*args)
         flat_out = nest.flatten(out)
         us = [Tensor(backend.array_module(o._value).zeros_like(o._value)) for o in flat_out]
-        outer.watch([u for u, o in zip(us, flat_out) if o._value.dtype.kind in "fc"])
+        outer.watch([u for u, o in zip(us, flat_out) if is_inexact_dtype(o._value.dtype)])
         grads = inner.gradient(flat_out, flat_args, output_gradients=us,
                                unconnected_gradients="zero")
 

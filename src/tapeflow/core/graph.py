@@ -19,6 +19,7 @@ from . import registry as _registry
 from .context import PER_THREAD
 from .registry import NOT_DIFFERENTIABLE, Primitive
 from .tensor import Tensor, Variable
+from ..dtypes import is_inexact_dtype
 
 __all__ = ["Node", "record"]
 
@@ -125,9 +126,9 @@ def record(op, inputs, outputs, attrs, ctx=None):
         if not tapes:
             return
     if len(outputs) == 1:
-        if outputs[0]._value.dtype.kind not in "fc":
+        if not is_inexact_dtype(outputs[0]._value.dtype):
             return  # integer and bool results are never differentiable
-    elif not any(o._value.dtype.kind in "fc" for o in outputs):
+    elif not any(is_inexact_dtype(o._value.dtype) for o in outputs):
         return
     if op.__class__ is Primitive and not ctx.overrides:
         rule = _registry._GRADIENTS.get(op.name)  # Primitive.gradient_rule, without the call

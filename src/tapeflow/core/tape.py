@@ -20,6 +20,7 @@ from .context import context
 from .explain import explain_gradient
 from .installed_ops import OPS
 from .tensor import Tensor, Variable, convert_to_tensor
+from ..dtypes import is_inexact_dtype
 
 __all__ = ["GradientTape", "UnconnectedGradients", "paused_tapes"]
 
@@ -118,7 +119,7 @@ class GradientTape:
         for t in nest.flatten(tensor):
             if not isinstance(t, Tensor):
                 raise ValueError(f"GradientTape.watch takes tensors or variables, not {type(t).__name__}")
-            if t._value.dtype.kind not in "fc":
+            if not is_inexact_dtype(t._value.dtype):
                 warnings.warn(f"The dtype of the watched tensor must be floating (e.g. tf.float32), "
                               f"got tf.{t._value.dtype.name}: its gradient will be None", stacklevel=2)
             if isinstance(t, Variable):
@@ -227,7 +228,7 @@ class GradientTape:
         full = tuple(tshape) + tuple(sshape[1:])
         if g is not None:  # (m, batch, *sshape[1:]) -> (batch, *tshape[1:], *sshape[1:])
             g = OPS.reshape(OPS.moveaxis(g, 0, 1), full)
-        elif source._value.dtype.kind in "fc":
+        elif is_inexact_dtype(source._value.dtype):
             # TensorFlow's batch_jacobian gives zeros (of the target's dtype) for a target that
             # does not depend on the source, whatever unconnected_gradients says
             return OPS.zeros_on(full, target._value.dtype, target._value)
@@ -451,9 +452,9 @@ def _as_sources(sources):
 def _finish(g, source, mode, shape):
     """Apply ``unconnected_gradients`` and the integer-source rule to one result."""
     if g is not None and mode is UnconnectedGradients.NONE:
-        if source._value.dtype.kind in "fc":
+        if is_inexact_dtype(source._value.dtype):
             return g
-    if source._value.dtype.kind not in "fc":
+    if not is_inexact_dtype(source._value.dtype):
         g = None
     if g is None and mode is UnconnectedGradients.ZERO:
         return OPS.zeros_on(shape, source._value.dtype, source._value)

@@ -18,6 +18,7 @@ from .. import backend
 from ..dtypes import as_dtype, numpy_dtype
 from .context import context
 from .installed_ops import OPS
+from ..dtypes import is_float_dtype, is_inexact_dtype
 
 __all__ = [
     "Tensor", "Variable", "TensorShape", "constant", "convert_to_tensor",
@@ -369,7 +370,7 @@ def _to_array(value, dtype):
 def _host_array(value, dtype):
     arr = np.asarray(value)
     if dtype is not None:
-        if arr.dtype.kind == "f" and np.dtype(dtype).kind in "iub":
+        if is_float_dtype(arr.dtype) and np.dtype(dtype).kind in "iub":
             if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
                 raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {np.dtype(dtype).name}")
         return arr.astype(dtype, copy=False)
@@ -459,7 +460,7 @@ def lift(value, like):
             _LIFTED_IDS.add(t._id)
         return t
     arr = value if backend.is_array(value) else np.asarray(value)
-    if arr.dtype.kind in "fc" and dtype.kind in "iub":
+    if is_inexact_dtype(arr.dtype) and dtype.kind in "iub":
         raise TypeError(f"Cannot combine a {dtype.name} tensor with float data {value!r}")
     return Tensor(xp.asarray(arr, dtype=dtype))
 

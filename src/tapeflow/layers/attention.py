@@ -26,6 +26,7 @@ from ..ops.shape import cast, reshape, transpose
 from ..serialization import serialize
 from .base import Layer, name_scope
 from .symbolic import holds_keras_tensor
+from ..dtypes import is_float_dtype
 
 __all__ = ["Attention", "MultiHeadAttention"]
 
@@ -36,7 +37,8 @@ def _as_tensor(x, dtype):
     """``x`` as a tensor of the layer's float dtype (a list's items are not converted by
     ``Layer.__call__``, nor a second positional argument)."""
     if isinstance(x, Tensor):
-        return x if x._value.dtype == dtype or x._value.dtype.kind != "f" else cast(x, dtype)
+        keep = x._value.dtype == dtype or not is_float_dtype(x._value.dtype)
+        return x if keep else cast(x, dtype)
     return convert_to_tensor(x, dtype=dtype)
 
 

@@ -13,6 +13,7 @@ import contextlib
 
 from ..core.tensor import Variable
 from ..ops.shape import cast
+from ..dtypes import is_float_dtype
 
 
 @contextlib.contextmanager
@@ -24,7 +25,7 @@ def variables_in_compute_dtype(layer):
     swapped = [(owner, name, value) for owner in _same_compute_layers(layer, compute)
                for name, value in vars(owner).items()
                if isinstance(value, Variable) and value.trainable
-               and value._value.dtype.kind == "f" and value._value.dtype != compute]
+               and is_float_dtype(value._value.dtype) and value._value.dtype != compute]
     for owner, name, variable in swapped:
         object.__setattr__(owner, name, cast(variable, compute))
     try:

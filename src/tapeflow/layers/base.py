@@ -38,6 +38,7 @@ from .symbolic import call_on_symbols, holds_keras_tensor
 from .autocast import variables_in_compute_dtype
 from .weight_budget import charge
 from ..tracing.autograph.conversion import layer_call
+from ..dtypes import is_float_dtype
 
 __all__ = ["Layer", "name_scope", "clear_session"]
 
@@ -97,7 +98,8 @@ class Layer:
         policy = self._dtype_policy = dtype_policies.get(dtype)
         self._np_dtype = np.dtype(policy.compute_dtype)
         self.dtype = policy.variable_dtype
-        self._casts_variables = self._np_dtype.kind == "f" and self._np_dtype != np.dtype(self.dtype)
+        self._casts_variables = (is_float_dtype(self._np_dtype)
+                                 and self._np_dtype != np.dtype(self.dtype))
         self._call_takes_training = "training" in inspect.signature(self.call).parameters
         self._call_takes_mask = "mask" in inspect.signature(self.call).parameters
         # Keras 2's ``Dense(30, input_shape=(8,))``: a Sequential builds from it at once
@@ -307,7 +309,7 @@ class Layer:
                 not isinstance(inputs, (Tensor, list, tuple, dict)) or _plain_data(inputs)):
             inputs = convert_to_tensor(inputs, dtype_hint=self._np_dtype)
         elif isinstance(inputs, Tensor) and inputs._value.dtype != self._np_dtype \
-                and inputs._value.dtype.kind == "f" and self._autocast:
+                and is_float_dtype(inputs._value.dtype) and self._autocast:
             inputs = cast(inputs, self._np_dtype)
         if args:  # Keras 3's CallSpec: layer(x, mask) is call(x, mask=mask) where call says so
             args = _positional_as_keywords(self, args, kwargs)

@@ -14,6 +14,7 @@ penalty.
 from .. import backend, constraints, initializers, regularizers
 from ..core.context import context
 from ..core.tensor import Tensor, convert_to_tensor
+from ..dtypes import is_float_dtype
 from ..ops.arithmetic import not_equal
 from ..ops.elementwise import rsqrt, square
 from ..ops.nn import moments
@@ -61,21 +62,22 @@ class BatchNormalization(Layer):
             raise ValueError(f"{self.name}: The mask provided should be one dimension less than "
                              f"the inputs. Received: mask.shape={tuple(mask.shape)}, "
                              f"inputs.shape={tuple(inputs.shape)}")
+        inputs, compute = _statistics_dtype(inputs)
         if training and self.trainable:
             mean, variance = moments(inputs, axes=self._reduction_axes) if mask is None else \
                 _masked_moments(inputs, mask, self._reduction_axes)
             self._update_moving(self.moving_mean, mean)
             self._update_moving(self.moving_variance, variance)
         else:
-            mean, variance = self.moving_mean, self.moving_variance
+            mean, variance = (_like(v, inputs) for v in (self.moving_mean, self.moving_variance))
         shape = self._broadcast_shape
         inv = rsqrt(reshape(variance, shape) + self.epsilon)
         if self.scale:
-            inv = inv * reshape(self.gamma, shape)
+            inv = inv * reshape(_like(self.gamma, inputs), shape)
         shift = -reshape(mean, shape) * inv
         if self.center:
-            shift = shift + reshape(self.beta, shape)
-        return inputs * inv + shift
+            shift = shift + reshape(_like(self.beta, inputs), shape)
+        return _like(inputs * inv + shift, compute)
 
     def _update_moving(self, variable, batch_value):
         """``moving = moving * momentum + batch * (1 - momentum)`` in the variable's dtype."""
@@ -131,14 +133,15 @@ class LayerNormalization(Layer):
         self.built = True
 
     def call(self, inputs):
+        inputs, compute = _statistics_dtype(inputs)
         mean, variance = moments(inputs, axes=self._axes, keepdims=True)
         inv = rsqrt(variance + self.epsilon)
         out = inputs * inv if self.rms_scaling else (inputs - mean) * inv
         if self.gamma is not None:
-            out = out * reshape(self.gamma, self._broadcast_shape)
+            out = out * reshape(_like(self.gamma, inputs), self._broadcast_shape)
         if self.beta is not None:
-            out = out + reshape(self.beta, self._broadcast_shape)
-        return out
+            out = out + reshape(_like(self.beta, inputs), self._broadcast_shape)
+        return _like(out, compute)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)
@@ -146,6 +149,22 @@ class LayerNormalization(Layer):
     def get_config(self):
         return {**super().get_config(), "axis": list(self.axis), "epsilon": self.epsilon,
                 "rms_scaling": self.rms_scaling, **_affine_config(self)}
+
+
+def _statistics_dtype(inputs):
+    """``inputs`` in float32 if they are a 2-byte float (Keras 3's: float16 statistics
+    overflow, bfloat16's lose precision; mixed-precision models keep float32 moving statistics),
+    and their own dtype, which the layer's output returns to."""
+    compute = inputs._value.dtype
+    if compute.itemsize == 2 and is_float_dtype(compute):
+        return cast(inputs, "float32"), compute
+    return inputs, compute
+
+
+def _like(tensor, dtype_of):
+    """``tensor`` in the dtype of ``dtype_of`` (a tensor or a numpy dtype), cast if needed."""
+    dtype = dtype_of._value.dtype if isinstance(dtype_of, Tensor) else dtype_of
+    return tensor if tensor._value.dtype == dtype else cast(tensor, dtype)
 
 
 def _masked_moments(inputs, mask, axes):

@@ -23,6 +23,7 @@ from .base import (  # noqa: F401 - batch_size_tensor and _traced_sums: used by 
 )
 from .confusion import AUC, Precision, Recall
 from .regression import R2Score
+from ..dtypes import is_inexact_dtype
 
 __all__ = [
     "Metric", "Mean", "Sum", "MeanMetricWrapper", "MeanSquaredError", "RootMeanSquaredError",
@@ -81,7 +82,7 @@ class MeanMetricWrapper(Mean):
 # --- per-sample values on arrays (the metric functions' bodies) -------------------------------
 def _float_pair(y_true, y_pred):
     """y_pred as floats (float32 for integer data), y_true cast to it, ranks matched."""
-    if y_pred.dtype.kind not in "fc":
+    if not is_inexact_dtype(y_pred.dtype):
         y_pred = y_pred.astype("float32")
     return _match_rank(y_true.astype(y_pred.dtype, copy=False), y_pred)
 

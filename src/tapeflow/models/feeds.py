@@ -22,6 +22,7 @@ from ..core import nest
 from ..core.tensor import Tensor
 from . import batching as data_module
 from .py_dataset import PyDataset
+from ..dtypes import is_float_dtype
 
 __all__ = ["is_dataset", "is_batch_source", "is_one_shot", "batch_source_feed",
            "check_rereadable", "ArrayFeed", "DatasetFeed", "GeneratorFeed", "PyDatasetFeed"]
@@ -99,7 +100,8 @@ class DatasetFeed:
         return (x, *_class_weighted(list(parts[1:]), self.class_weight, self.dtype, self.where))
 
     def _features(self, t):
-        if isinstance(t, Tensor) and t._value.dtype.kind == "f" and t._value.dtype != self.dtype:
+        if isinstance(t, Tensor) and is_float_dtype(t._value.dtype) \
+                and t._value.dtype != self.dtype:
             return Tensor(t._value.astype(self.dtype))  # cast where the batch is
         return t
 

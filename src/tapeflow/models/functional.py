@@ -33,6 +33,7 @@ from .call_arguments import SPECIAL, decoded_argument, encode_argument
 from .auto_config import auto_config
 from . import model_classes
 from .model import Model
+from ..dtypes import is_float_dtype
 
 __all__ = ["Functional", "replay_config", "model_from_config", "inject_functional",
            "functional_like_constructor"]
@@ -443,7 +444,7 @@ def _checked_value(x, spec, key, model_name):
             raise TypeError(f"Model '{model_name}': input '{key}' is not a tensor or array "
                             f"({e})") from None
     have = x._value.dtype  # an array's, or a traced tensor's abstract value's
-    if have != want and have.kind == "f" and want.kind == "f":
+    if have != want and is_float_dtype(have) and is_float_dtype(want):
         x = cast(x, want)
     shape = tuple(x._value.shape)
     # the batch axis is not checked: Keras's input specs leave out an Input's batch_size

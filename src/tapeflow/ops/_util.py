@@ -4,9 +4,10 @@ import numpy as np
 from ..backend import array_module, module_of, on_device_of
 from ..core.backprop import lead_shape
 from ..core.tensor import Tensor, convert_to_tensor, lift
+from ..dtypes import is_float_dtype
 
 __all__ = ["array_module", "binary_operands", "as_tensor", "norm_axes", "one_axis", "lead_shape",
-           "dtype_mismatch", "static_shape", "on_device_of", "module_of"]
+           "dtype_mismatch", "static_shape", "on_device_of", "module_of", "half_in_float32"]
 
 
 def as_tensor(x):
@@ -67,3 +68,16 @@ def one_axis(axis, ndim, opname):
     if axes is None or len(axes) != 1:
         raise ValueError(f"{opname} takes one axis, got {axis!r}")
     return axes[0]
+
+
+def half_in_float32(product, *arrays):
+    """``product(*arrays)`` (a matmul or einsum), where numpy's float16 and ml_dtypes' bfloat16
+    (on any device) are multiplied in float32 and rounded once to their own dtype: numpy
+    has no float16 BLAS (its loop is ~100x slower than float32's), and ml_dtypes' bfloat16
+    matmul returns float32 while its einsum refuses bfloat16.  A GPU's half-precision units
+    also accumulate in float32."""
+    dtype = arrays[0].dtype
+    if dtype.itemsize != 2 or not is_float_dtype(dtype) or (
+            dtype.kind == "f" and array_module(*arrays) is not np):  # a GPU's float16 BLAS
+        return product(*arrays)
+    return product(*(a.astype(np.float32) for a in arrays)).astype(dtype)

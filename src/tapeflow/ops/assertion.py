@@ -19,6 +19,7 @@ from ..core.dispatch import apply
 from ..core.registry import def_primitive
 from ..errors import InvalidArgumentError
 from .elementwise import identity
+from ..dtypes import is_inexact_dtype
 
 __all__ = ["ASSERT", "CHECK_NUMERICS", "assert_that", "check_numerics", "describe_data"]
 
@@ -76,7 +77,7 @@ def assert_that(condition, template, tensors, summarize=None):
 def check_numerics(x, message):
     """``x`` (through an Identity: the gradient is the identity), after the CheckNumerics op
     checked it has no NaN or Inf (InvalidArgumentError naming ``message``)."""
-    if np.dtype(x._value.dtype).kind not in "fc":
+    if not is_inexact_dtype(x._value.dtype):
         raise TypeError(f"check_numerics takes a floating-point tensor, got {x._value.dtype}")
     apply(CHECK_NUMERICS, (x,), {"message": str(message)})
     return identity(x)

@@ -21,9 +21,11 @@ against each other (the matmuls broadcast them), so a cotangent with extra leadi
 flows through every rule, and a filter may carry them too (it does in the rules).
 Attributes never hold the batch size, so one traced graph fits every batch.
 """
+import operator
+
 from ..core.dispatch import apply
 from ..core.registry import def_primitive
-from ._util import array_module, as_tensor, binary_operands
+from ._util import array_module, as_tensor, binary_operands, half_in_float32
 from .shape import concat, reshape, split
 from .window_args import check_format, check_output, conv_output_length, explicit_pads, \
     fold_batch, from_nhwc, spatial_arg, to_nhwc
@@ -43,7 +45,7 @@ def _flat_filter(w):
 
 def _conv2d_forward(x, w, strides, dilations, pads):
     cols, (ho, wo) = im2col(x, w.shape[-4:-2], strides, dilations, pads)
-    out = cols @ _flat_filter(w)
+    out = half_in_float32(operator.matmul, cols, _flat_filter(w))
     return out.reshape(out.shape[:-2] + (x.shape[-4], ho, wo, w.shape[-1]))
 
 
@@ -61,7 +63,7 @@ def _conv2d_backprop_input_forward(dy, w, input_hw, strides, dilations, pads):
     n, ho, wo = dy.shape[-4:-1]
     # window element k's share of every output position: dy @ w[k]^T, K matmuls in one call
     w_t = xp.swapaxes(w.reshape(w.shape[:-4] + (kh * kw, ci, co)), -1, -2)
-    parts = dy.reshape(dy.shape[:-4] + (1, n * ho * wo, co)) @ w_t
+    parts = half_in_float32(operator.matmul, dy.reshape(dy.shape[:-4] + (1, n * ho * wo, co)), w_t)
     parts = xp.moveaxis(parts.reshape(parts.shape[:-2] + (n, ho, wo, ci)), -5, 0)
     return unstack_windows(parts, input_hw, (kh, kw), strides, dilations, pads)
 
@@ -70,7 +72,8 @@ def _conv2d_backprop_filter_forward(x, dy, filter_hw, strides, dilations, pads):
     xp = array_module(x)
     cols, _ = im2col(x, filter_hw, strides, dilations, pads)
     n, ho, wo, co = dy.shape[-4:]
-    out = xp.swapaxes(cols, -1, -2) @ dy.reshape(dy.shape[:-4] + (n * ho * wo, co))
+    out = half_in_float32(operator.matmul, xp.swapaxes(cols, -1, -2),
+                          dy.reshape(dy.shape[:-4] + (n * ho * wo, co)))
     return out.reshape(out.shape[:-2] + (filter_hw[0], filter_hw[1], x.shape[-1], co))
 
 

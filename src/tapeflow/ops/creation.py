@@ -15,6 +15,7 @@ from ..core.registry import def_primitive
 from ..core.tensor import Tensor, convert_to_tensor
 from ..dtypes import numpy_dtype
 from ._util import as_tensor, static_shape
+from ..dtypes import is_float_dtype
 
 __all__ = ["zeros", "ones", "zeros_like", "ones_like", "fill", "eye", "linspace", "range_",
            "one_hot"]
@@ -62,7 +63,7 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=np.float32, name=Non
 
 def linspace(start, stop, num, name=None, axis=0):
     start, stop = convert_to_tensor(start), convert_to_tensor(stop)
-    dtype = start._value.dtype if start._value.dtype.kind == "f" else np.float32
+    dtype = start._value.dtype if is_float_dtype(start._value.dtype) else np.float32
     host = np.linspace(backend.to_host(start._value), backend.to_host(stop._value), int(num), axis=axis)
     return Tensor(backend.to_device(host.astype(dtype)))  # made on the host, moved once
 

@@ -19,6 +19,7 @@ from ..serialization import snake_case
 # ops and rules use only the families below it (tests/test_import_graph.py checks).
 from . import shape as shape_ops
 from .creation import zeros_like
+from ..dtypes import is_float_dtype, is_inexact_dtype
 
 __all__ = [
     "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal",
@@ -39,18 +40,33 @@ def _unary(opname, forward, *, quiet=False, float_only=True, **declaration):
             with np.errstate(all="ignore"):
                 return plain(x)
         forward.__qualname__ = f"{opname}.forward"
+    if float_only:
+        forward = _in_input_dtype(forward)
     op = def_primitive(opname, forward, **declaration)
 
     def call(x, name=None):
         if not isinstance(x, Tensor):
             x = as_tensor(x)
-        if float_only and x._value.dtype.kind not in "fc":
+        if float_only and not is_inexact_dtype(x._value.dtype):
             raise TypeError(f"{opname} takes a floating-point tensor, not {x._value.dtype.name} "
                             f"(use tf.cast)")
         return apply_unary(op, x)
     call.__name__ = call.__qualname__ = opname.lower()
     call.op = op
     return dispatches_symbols(_api_name(opname))(call)
+
+
+def _in_input_dtype(kernel):
+    """``kernel`` whose float result keeps a bfloat16 input's dtype: numpy promotes ml_dtypes'
+    bfloat16 to float32 when a kernel's Python float literal meets it (``1.0 + x``), where
+    numpy's own floats stay in their dtype."""
+    def forward(x):
+        out = kernel(x)
+        if x.dtype.kind == "V" and out.dtype.kind == "f":
+            return out.astype(x.dtype)
+        return out
+    forward.__qualname__ = getattr(kernel, "__qualname__", "forward")
+    return forward
 
 
 def _api_name(opname):
@@ -245,7 +261,7 @@ def _relu_kernel(in_types, attrs):
     """For floats, numpy's ufunc alone: a float array and the Python 0 keep the array's dtype
     (and CuPy arrays dispatch numpy's ufuncs to CuPy's)."""
     ((_, dtype),) = in_types
-    if dtype.kind != "f":
+    if not is_float_dtype(dtype):
         return None
     return Inline("np.maximum({0}, 0)")
 

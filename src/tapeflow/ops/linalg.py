@@ -13,9 +13,10 @@ from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
 from ..core.registry import Inline, def_primitive
 from ..core.tensor import Tensor
-from ._util import array_module, as_tensor, binary_operands, lead_shape, module_of
+from ._util import array_module, as_tensor, binary_operands, half_in_float32, lead_shape, module_of
 from .reduce import reduce_sum
 from .shape import broadcast_to, expand_dims, matrix_transpose, reshape
+from ..dtypes import is_inexact_dtype
 
 __all__ = ["matmul", "einsum", "solve", "inv", "det", "tensordot", "trace", "diag_part", "matvec",
            "band_part"]
@@ -25,12 +26,11 @@ __all__ = ["matmul", "einsum", "solve", "inv", "det", "tensordot", "trace", "dia
 # The transposes are attributes of the op, as in TensorFlow's BatchMatMulV2, so that gradient
 # rules never build transposed copies: each gradient comes out in its input's own layout.
 def _matmul_forward(a, b, transpose_a, transpose_b):
+    return half_in_float32(lambda a, b: _matmul_arrays(a, b, transpose_a, transpose_b), a, b)
+
+
+def _matmul_arrays(a, b, transpose_a, transpose_b):
     xp = array_module(a, b)
-    if a.dtype == np.float16 and xp is np:
-        # numpy has no float16 BLAS (its loop is ~100x slower than float32's at 64x64):
-        # float32 products rounded once to float16, as a GPU's float16 units accumulate
-        return _matmul_forward(a.astype(np.float32), b.astype(np.float32), transpose_a,
-                               transpose_b).astype(np.float16)
     if transpose_a:
         a = xp.swapaxes(a, -1, -2)
     if transpose_b:
@@ -74,8 +74,8 @@ def _matmul_kernel(in_types, attrs):
     """For two numpy matrices of known shape: the one product ``_matmul_forward`` would run."""
     (sa, da), (sb, db) = in_types
     ta, tb = attrs["transpose_a"], attrs["transpose_b"]
-    if len(sa) != 2 or len(sb) != 2 or None in sa or None in sb or da.kind not in "fc" \
-            or da == np.float16:  # _matmul_forward's float32 products
+    if len(sa) != 2 or len(sb) != 2 or None in sa or None in sb or not is_inexact_dtype(da) \
+            or da.itemsize == 2:  # _matmul_forward's float32 products (half_in_float32)
         return None
     product = "*" if (sa[0] if ta else sa[1]) == 1 else "@"  # ``_matmul_forward``'s outer product
     return Inline(f"{{0}}{'.T' if ta else ''} {product} {{1}}{'.T' if tb else ''}")
@@ -156,8 +156,9 @@ def _einsum_grad(op, g):
     return grads
 
 
-EINSUM = def_primitive("Einsum", lambda *xs, equation: array_module(*xs).einsum(
-    equation, *xs, optimize=len(xs) > 2), grad=_einsum_grad, saves="inputs")
+EINSUM = def_primitive("Einsum", lambda *xs, equation: half_in_float32(
+    lambda *arrays: array_module(*arrays).einsum(equation, *arrays, optimize=len(xs) > 2), *xs),
+    grad=_einsum_grad, saves="inputs")
 
 
 @dispatches_symbols("einsum")

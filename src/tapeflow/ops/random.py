@@ -27,6 +27,7 @@ from ..core.tensor import Tensor, convert_to_tensor
 from ..dtypes import numpy_dtype
 from . import philox
 from ._util import static_shape
+from ..dtypes import is_float_dtype
 
 __all__ = ["set_seed", "normal", "uniform", "truncated_normal", "shuffle", "Generator",
            "uniform_like", "categorical"]
@@ -72,7 +73,7 @@ def _normal_kernel(*like, shape, mean, stddev, dtype, seed):
 
 
 def _uniform_kernel(*like, shape, minval, maxval, dtype, seed):
-    if like and np.dtype(dtype).kind == "f" and backend.array_module(like[0]) is not np:
+    if like and is_float_dtype(dtype) and backend.array_module(like[0]) is not np:
         # drawn where the data are, not copied there at every step: a key from the host's state
         xp = backend.array_module(like[0])
         key = tuple(int(k) for k in _rng(seed).integers(0, 2 ** 32, size=2, dtype=np.uint64))
@@ -211,7 +212,7 @@ def categorical(logits, num_samples, dtype=None, seed=None, name=None):
     if logits._value.ndim != 2:
         raise ValueError(f"categorical: logits must be [batch, classes], got shape "
                          f"{tuple(logits._value.shape)}")
-    if logits._value.dtype.kind != "f":
+    if not is_float_dtype(logits._value.dtype):
         raise TypeError(f"categorical: logits must be floats, not {logits._value.dtype.name}")
     if logits._value.shape[1] == 0:
         raise ValueError("categorical: logits need at least one class")

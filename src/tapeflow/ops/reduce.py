@@ -17,6 +17,7 @@ from ._util import array_module, as_tensor, lead_shape, module_of, norm_axes, on
 # ops and rules use only the families below it (tests/test_import_graph.py checks).
 from . import arithmetic as arithmetic_ops, elementwise as elementwise_ops, shape as shape_ops
 from .creation import zeros_like
+from ..dtypes import is_float_dtype
 
 __all__ = [
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_logsumexp",
@@ -42,7 +43,7 @@ def _reduction(opname, fn, **declaration):
 
 
 def _sum(xp, x, axes, keepdims):
-    if (axes is not None and len(axes) == 1 and axes[0] != -1 and x.dtype.kind == "f"
+    if (axes is not None and len(axes) == 1 and axes[0] != -1 and is_float_dtype(x.dtype)
             and x.size >= 65536 and xp is np and x.flags.c_contiguous):
         # Summing one middle axis of a large array: a product with a ones vector runs on BLAS,
         # several times faster than numpy's strided reduction (jacobian cotangents hit this).
@@ -72,7 +73,7 @@ def _mean_kernel(in_types, attrs):
     the count fixed (compiled graphs; the BLAS path of ``_sum`` is left to ``_mean``)."""
     ((shape, dtype),) = in_types
     axes, keepdims = attrs["axes"], attrs["keepdims"]
-    if None in shape or dtype.kind != "f" or dtype.itemsize < 4:
+    if None in shape or not is_float_dtype(dtype) or dtype.itemsize < 4:
         return None
     size = math.prod(shape)
     if axes is not None and len(axes) == 1 and axes[0] != -1 and size >= 65536:

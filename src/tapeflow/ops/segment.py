@@ -25,6 +25,7 @@ from ..core.tensor import Tensor
 from ._util import array_module, as_tensor, on_device_of
 from .arithmetic import equal, logical_and, maximum
 from .shape import cast, where
+from ..dtypes import finfo, is_float_dtype
 
 __all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "unsorted_segment_sum",
            "unsorted_segment_mean", "unsorted_segment_max", "unsorted_segment_min"]
@@ -44,7 +45,7 @@ def _segment_forward(kind):
             xp.add.at(out, flat_ids, rows)
             return out
         ufunc = xp.maximum if kind == "max" else xp.minimum
-        info = np.finfo(data.dtype) if data.dtype.kind == "f" else np.iinfo(data.dtype)
+        info = finfo(data.dtype) if is_float_dtype(data.dtype) else np.iinfo(data.dtype)
         out = xp.full((num_segments,) + rest, info.min if kind == "max" else info.max,
                       dtype=data.dtype)
         ufunc.at(out, flat_ids, rows)

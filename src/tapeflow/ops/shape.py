@@ -17,6 +17,7 @@ from ._util import (
     array_module, as_tensor, binary_operands, dtype_mismatch, lead_shape, norm_axes, one_axis,
     module_of, on_device_of, static_shape,
 )
+from ..dtypes import is_inexact_dtype
 # The op families stack one way: shape < elementwise < arithmetic < reduce; a family's
 # ops and rules use only the families below it (tests/test_import_graph.py checks).
 
@@ -560,7 +561,7 @@ def where(condition, x=None, y=None, name=None):
 
 # --- cast ---------------------------------------------------------------------------------------------
 def _cast_grad(op, g):
-    if op.in_dtypes[0].kind not in "fc":
+    if not is_inexact_dtype(op.in_dtypes[0]):
         return None
     return cast(g, op.in_dtypes[0])
 

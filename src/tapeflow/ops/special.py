@@ -17,6 +17,7 @@ from .arithmetic import not_equal
 from .elementwise import sinh, sqrt
 from .reduce import reduce_sum
 from .shape import cast
+from ..dtypes import is_float_dtype, is_inexact_dtype
 
 __all__ = ["divide_no_nan", "multiply_no_nan", "xlogy", "xlog1py", "xdivy", "atan2", "acosh",
            "nextafter", "reduce_euclidean_norm"]
@@ -24,7 +25,7 @@ __all__ = ["divide_no_nan", "multiply_no_nan", "xlogy", "xlog1py", "xdivy", "ata
 
 def _float_operands(opname, x, y):
     x, y = binary_operands(opname, x, y)
-    if x._value.dtype.kind not in "fc":
+    if not is_inexact_dtype(x._value.dtype):
         raise TypeError(f"{opname} takes floating-point tensors, not {x._value.dtype.name} "
                         f"(use tf.cast)")
     return x, y
@@ -176,7 +177,7 @@ def nextafter(x1, x2, name=None):
     """The next representable value of ``x1`` in the direction of ``x2``, elementwise (float32
     or float64, as TensorFlow's kernel)."""
     x1, x2 = _float_operands("nextafter", x1, x2)
-    if x1._value.dtype.kind != "f":
+    if not is_float_dtype(x1._value.dtype):
         raise TypeError(f"nextafter takes float32 or float64 tensors, not {x1._value.dtype.name}")
     return apply(NEXTAFTER, (x1, x2))
 
@@ -198,7 +199,7 @@ ACOSH = def_primitive("Acosh", _acosh_forward, grad=_acosh_grad, saves="outputs"
 def acosh(x, name=None):
     """Inverse hyperbolic cosine (nan below 1)."""
     x = as_tensor(x)
-    if x._value.dtype.kind not in "fc":
+    if not is_inexact_dtype(x._value.dtype):
         raise TypeError(f"Acosh takes a floating-point tensor, not {x._value.dtype.name} "
                         f"(use tf.cast)")
     return apply(ACOSH, (x,))

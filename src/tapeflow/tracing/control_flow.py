@@ -63,6 +63,7 @@ from .graph_vjp import (add_cotangents, call_graph, cotangent_batch_ndim, exampl
 from .ir import ASSIGN, Graph, is_effect
 from .loop_sizing import growing, recording, static_outputs
 from .tracer import SymbolicTensor, TraceError, Tracer, tracing
+from ..dtypes import is_inexact_dtype
 
 __all__ = ["cond", "while_loop", "map_fn"]
 
@@ -592,7 +593,7 @@ def _while_grad_forward(*operands, cond, body, maximum_iterations, n_vars, nb):
     the body's compiled vector-Jacobian product, one call a step: O(n)."""
     ins, dys = list(operands[:-n_vars]), list(operands[-n_vars:])
     lead = tuple(dys[0].shape[:nb]) if nb else ()
-    float_ins = [a.dtype.kind in "fc" for a in ins]
+    float_ins = [is_inexact_dtype(a.dtype) for a in ins]
     if context().trace is not None:  # shape inference: each gradient has its operand's type
         return tuple(backend.array_module(a).zeros(lead + a.shape, a.dtype)
                      for a, f in zip(ins, float_ins) if f)
@@ -633,7 +634,7 @@ def _compiled_body_vjp(body, example_ins, float_vars, example_dys, nb):
             cts = [tracer.placeholder(d) if f else None for d, f in zip(example_dys, float_vars)]
             grads = graph_vjp(body, ins, cts, nb)
             tracer.graph.outputs = [tracer.value_of(g)[0] for g, a in zip(grads, example_ins)
-                                    if a.dtype.kind in "fc"]
+                                    if is_inexact_dtype(a.dtype)]
         tracer.graph.inputs = [vid for _, vid in tracer.captures] + tracer.graph.inputs
         run = cache[key] = compile_graph(optimize(tracer.graph), xp=ctx.xp)
     return run

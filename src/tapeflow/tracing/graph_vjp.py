@@ -23,6 +23,7 @@ from ..ops.shape import reshape, stack
 from .compiler import _apply_custom, _graph_gradient
 from .ir import CUSTOM_GRADIENT, READ
 from .tracer import SymbolicTensor
+from ..dtypes import is_inexact_dtype
 
 __all__ = ["graph_vjp", "call_graph", "example", "is_float", "add_cotangents",
            "zeros_cotangent", "or_zeros", "cotangent_batch_ndim", "lead_axes", "per_row"]
@@ -187,7 +188,7 @@ class _EqnOp:
 
 # --- helpers shared with the control-flow gradients ---------------------------------------------
 def is_float(t):
-    return np.dtype(t._value.dtype).kind in "fc"
+    return is_inexact_dtype(t._value.dtype)
 
 
 def add_cotangents(a, b):

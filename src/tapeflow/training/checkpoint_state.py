@@ -6,6 +6,7 @@ so that ``--resume`` can pass over a damaged checkpoint to an older one.
 """
 import numpy as np
 
+from ..dtypes import is_float_dtype
 from .run_config import RunConfig
 from .errors import CheckpointError
 
@@ -14,6 +15,7 @@ __all__ = ["check", "FIXED_KEYS", "class_of", "fixed_keys_of", "as_current", "st
 # Checkpoints written before the callbacks' states were keyed by their ``state_key`` kept the
 # trainer's two under fixed keys: {fixed key: the class whose state it is}.  They still resume.
 FIXED_KEYS = {"early_stopping": "EarlyStopping", "best": "RunCheckpoints"}
+
 
 class _Field:
     """Where a problem is: the file and the field's path in the training state."""
@@ -178,7 +180,7 @@ def _check_early_stopping(at, state, arrays, epoch, key):
     at.integer(n, f"{where}.best_weights", low=1, high=len(arrays))
     for i in range(n):
         value = arrays.get(f"{key}/best_weights/{i}")
-        if not (isinstance(value, np.ndarray) and value.dtype.kind == "f"):
+        if not (isinstance(value, np.ndarray) and is_float_dtype(value.dtype)):
             at.fail(f"{where}.best_weights[{i}]", "is missing or not a float array")
 
 
