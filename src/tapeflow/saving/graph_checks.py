@@ -307,10 +307,11 @@ def check_declarations(graph, where, _budget=None):
                 check_declarations(nested, f"{what}: its {name}", budget)
         rule = _SIZE_RULES.get(e.op.name)
         elements = None
+        attrs = _on_host(e.attrs)  # the dry run is on the host, whatever device loaded the file
         if rule is not None and e.op is not ASSIGN and all(i in real for i in e.inputs):
             inputs = [real[i] for i in e.inputs]
             try:
-                elements = rule([x.shape for x in inputs], e.attrs)
+                elements = rule([x.shape for x in inputs], attrs)
             except (KeyError, TypeError, ValueError, IndexError) as err:
                 raise DeclarationError(f"{what}: its attributes or operand shapes do not fit "
                                        f"the op ({err})") from None
@@ -323,7 +324,7 @@ def check_declarations(graph, where, _budget=None):
                 real[vid] = declared_zeros(vid, f"the output of {what}")
             continue
         try:
-            outs = e.op.forward(*inputs, **e.attrs)
+            outs = e.op.forward(*inputs, **attrs)
         except Exception as err:  # noqa: BLE001 - any failure of the op is the file's fault
             raise DeclarationError(f"{what} cannot run on operands of shapes "
                                    f"{[list(x.shape) for x in inputs]}: "
@@ -335,6 +336,15 @@ def check_declarations(graph, where, _budget=None):
         for vid, out in zip(e.outputs, outs):
             real[vid] = np.asarray(out)
             _compare(graph, vid, real[vid], what)
+
+
+def _on_host(value):
+    """``value`` (an equation's attributes) with every device array in it copied to the host."""
+    if isinstance(value, dict):
+        return {k: _on_host(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and not isinstance(value, Graph):
+        return type(value)(_on_host(v) for v in value)
+    return backend.to_host(value)
 
 
 def _compare(graph, vid, array, what):

@@ -1,0 +1,103 @@
+#!/usr/bin/env python
+"""Save and load times: ``model.save``/``load_model`` (.keras), ``save_weights``/``load_weights``
+(.weights.h5) and ``tf.saved_model.save``/``load``, on an MLP 784-512-512-10 (669,706 weights,
+compiled with Adam after one step, so the optimizer state is saved too).
+
+Issue 21 asks that the loaders' checks cost no more than 10% of these times.  Each timing is
+the median of ``--repeats`` calls in a child process; with ``--baseline SRC`` (another
+checkout's ``src``, e.g. a ``git worktree`` of an older commit) the same runs alternate
+between the two trees, each in a fresh process, and the ratio this tree / baseline is printed.
+Every load is checked to give the saved model's predictions (bitwise).
+
+Usage:  python benchmarks/bench_save_load.py [--repeats 15] [--rounds 3] [--baseline SRC]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+CHILD = r"""
+import json, os, sys, tempfile, time
+import numpy as np
+import tapeflow as tf
+repeats = int(sys.argv[1])
+rng = np.random.default_rng(0)
+x = rng.normal(size=(64, 784)).astype(np.float32)
+y = rng.integers(0, 10, size=64)
+model = tf.keras.Sequential([tf.keras.Input((784,)), tf.keras.layers.Dense(512, activation="relu"),
+                             tf.keras.layers.Dense(512, activation="relu"),
+                             tf.keras.layers.Dense(10)])
+model.compile(optimizer="adam",
+              loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+model.fit(x, y, epochs=1, batch_size=64, verbose=0)
+want = model.predict(x, verbose=0)
+twin = tf.keras.models.clone_model(model)
+twin.build((None, 784))
+twin.compile(optimizer="adam",
+             loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+
+
+def timed(fn):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2] * 1e3, out
+
+
+with tempfile.TemporaryDirectory() as d:
+    keras_path = os.path.join(d, "m.keras")
+    weights_path = os.path.join(d, "m.weights.h5")
+    saved_dir = os.path.join(d, "saved")
+    result = {}
+    result["save .keras"], _ = timed(lambda: model.save(keras_path))
+    result["load_model .keras"], loaded = timed(lambda: tf.keras.models.load_model(keras_path))
+    assert np.array_equal(loaded.predict(x, verbose=0), want)
+    result["save_weights"], _ = timed(lambda: model.save_weights(weights_path))
+    result["load_weights"], _ = timed(lambda: twin.load_weights(weights_path))
+    assert np.array_equal(twin.predict(x, verbose=0), want)
+    result["saved_model.save"], _ = timed(lambda: tf.saved_model.save(model, saved_dir))
+    result["saved_model.load"], restored = timed(lambda: tf.saved_model.load(saved_dir))
+print(json.dumps(result))
+"""
+
+
+def run_child(src, repeats):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    if src:
+        env["PYTHONPATH"] = src
+    out = subprocess.run([sys.executable, "-c", CHILD, str(repeats)], env=env, check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15, help="calls per timing (median)")
+    parser.add_argument("--rounds", type=int, default=3, help="fresh processes per tree")
+    parser.add_argument("--baseline", help="another checkout's src directory to compare with")
+    args = parser.parse_args(argv)
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+    trees = {"this": os.path.abspath(here)}
+    if args.baseline:
+        trees["baseline"] = os.path.abspath(args.baseline)
+    runs = {name: [] for name in trees}
+    for _ in range(args.rounds):
+        for name, src in trees.items():  # alternating: the machine's drift hits both alike
+            runs[name].append(run_child(src, args.repeats))
+    medians = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+               for name, rs in runs.items()}
+    header = f"{'ms (median)':<20}" + "".join(f"{n:>12}" for n in trees)
+    print(header + ("   this/baseline" if args.baseline else ""))
+    for key in medians["this"]:
+        row = f"{key:<20}" + "".join(f"{medians[n][key]:>12.2f}" for n in trees)
+        if args.baseline:
+            row += f"   {medians['this'][key] / medians['baseline'][key]:>13.2f}x"
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
