@@ -133,6 +133,7 @@ def test_ops_compute_what_numpy_does():
     np.testing.assert_array_equal(ops.argsort(x).numpy(), np.argsort(x, kind="stable"))
 
 
+@pytest.mark.child_process
 def test_only_the_wrappers_import_scikit_learn():
     # and nothing imports MLflow, an optional extra (logging.mlflow), installed or not:
     # the watch sees every import that is asked for, even one that would fail

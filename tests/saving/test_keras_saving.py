@@ -85,6 +85,7 @@ print(model(np.zeros((9, 3), np.float32)).shape)
 '''
 
 
+@pytest.mark.child_process
 def test_a_custom_gradient_activation_loads_without_its_code(tmp_path):
     (tmp_path / "code").mkdir()
     (tmp_path / "code" / "user_activation.py").write_text(USER_ACTIVATION)

@@ -195,6 +195,7 @@ def test_attributes_of_every_schema_type_round_trip(tmp_path):
             assert got == v and type(got) is type(v), k
 
 
+@pytest.mark.child_process
 def test_a_fresh_process_loads_a_module_it_cannot_import(tmp_path):
     (tmp_path / "user_code.py").write_text(
         "import tapeflow as tf\n"

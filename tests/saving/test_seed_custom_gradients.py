@@ -37,12 +37,14 @@ print(t.gradient(output, v))
 """
 
 
+@pytest.mark.child_process
 def test_custom_gradient_saved_is_the_gradient_after_a_restart(tmp_path):
     run_fresh(SAVE.format(custom=True), tmp_path)
     done = run_fresh(LOAD, tmp_path)
     assert done.stdout.splitlines() == ["4.0", "tf.Tensor(2.0, shape=(), dtype=float32)"]
 
 
+@pytest.mark.child_process
 def test_without_custom_gradients_a_restart_has_no_gradient_for_identity_n(tmp_path):
     run_fresh(SAVE.format(custom=False), tmp_path)
     done = run_fresh(LOAD, tmp_path, check=False)
@@ -52,6 +54,7 @@ def test_without_custom_gradients_a_restart_has_no_gradient_for_identity_n(tmp_p
     assert "4.0" in done.stdout  # the forward pass still runs
 
 
+@pytest.mark.child_process
 @pytest.mark.parametrize("custom", [True, False])
 def test_the_forward_pass_is_the_same_either_way(tmp_path, custom):
     run_fresh(SAVE.format(custom=custom), tmp_path)

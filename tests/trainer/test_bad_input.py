@@ -550,15 +550,15 @@ def test_the_trainers_temporary_names_do_not_follow_planted_links(tmp_path):
     """Links planted in a run directory where the trainer used to write ``config.yaml.tmp`` (and
     the history's and metrics' temporaries) pointed its writes at a file of the user's when the
     run resumed; the temporaries are now new files made by mkstemp, the links are left alone."""
-    write_config(tmp_path / "small.yaml", small_config(training={"epochs": 1}))
-    assert tapeflow("train", "small.yaml", "--output", "run", cwd=tmp_path).returncode == 0
+    from tapeflow.training.run import train  # in this process: the writes are what is tested
+    config = write_config(tmp_path / "small.yaml", small_config(training={"epochs": 1}))
+    train(config, output=tmp_path / "run", verbose=False)
     victim = tmp_path / "precious.txt"
     victim.write_text("the user's\n")
     for name in ("config.yaml.tmp", "history.csv.tmp", "history.json.tmp",
                  "test_metrics.json.tmp"):
         (tmp_path / "run" / name).symlink_to(victim)
-    result = tapeflow("train", "small.yaml", "--output", "run", "--resume",
-                      "--set", "training.epochs=2", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    train(config, output=tmp_path / "run", resume=True, overrides=["training.epochs=2"],
+          verbose=False)
     assert victim.read_text() == "the user's\n"
     assert len(json.loads((tmp_path / "run" / "history.json").read_text())["loss"]) == 2

@@ -42,6 +42,7 @@ def _dense_model(outputs=1, activation=None, compiled=True):
     return model
 
 
+@pytest.mark.child_process
 def test_import_tapeflow_does_not_import_sklearn():
     code = "import sys, tapeflow as tf; assert 'sklearn' not in sys.modules; " \
            "tf.keras.wrappers.SKLearnRegressor; assert 'sklearn' in sys.modules"
