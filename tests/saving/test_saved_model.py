@@ -327,3 +327,21 @@ def test_a_graph_that_depends_on_a_free_size_is_saved_for_the_traced_size(tmp_pa
     np.testing.assert_array_equal(loaded.flat(np.ones((1, 3), np.float32)).numpy(), np.ones(3))
     with pytest.raises(ValueError, match=r"saved for arguments \(TensorSpec\(shape=\(1, 3\)"):
         loaded.flat(np.ones((2, 3), np.float32))
+
+
+def test_a_model_saved_after_fit_leaves_its_compiled_steps_out(tmp_path):
+    """``tf.saved_model.save(model)`` after ``fit``: the compiled train/test/predict steps (which
+    read the metrics' Python functions) are not part of the SavedModel, as in Keras; the model's
+    call and weights are."""
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(32, 8)).astype(np.float32), rng.normal(size=(32, 1)).astype(np.float32)
+    model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(4),
+                                 tf.keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    model.fit(x, y, epochs=1, batch_size=16, verbose=0)
+    assert model.train_function is not None
+    tf.saved_model.save(model, str(tmp_path / "saved"))
+    loaded = tf.saved_model.load(str(tmp_path / "saved"))
+    assert not hasattr(loaded, "train_function")
+    np.testing.assert_array_equal(loaded.layers[0].kernel.numpy(),
+                                  model.layers[0].kernel.numpy())

@@ -62,6 +62,10 @@ class Model(Layer):
     functional model (Keras 3's), whose class then derives from Functional.
     """
 
+    # fit's, evaluate's and predict's compiled steps: compile makes them again, so a SavedModel
+    # of the model does not hold them (they read the metrics' Python functions, never saved)
+    _not_saved = ("train_function", "test_function", "predict_function")
+
     def __new__(cls, *args, **kwargs):
         if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
             functional = model_classes.model_class("Functional")

@@ -192,7 +192,8 @@ def tracked_attributes(obj):
     if isinstance(obj, LoadedObject):
         state.pop("_saved_type")
     elif isinstance(obj, Layer):
-        state = {k: v for k, v in state.items() if not k.startswith("_")}
+        skipped = getattr(type(obj), "_not_saved", ())  # Model's compiled fit/evaluate steps
+        state = {k: v for k, v in state.items() if not k.startswith("_") and k not in skipped}
         if obj._tracked_layers and "layers" not in state:
             state["layers"] = obj.layers
     else:
