@@ -421,13 +421,19 @@ def _write_pack_loop(v0, state0, var):
 @MODES
 def test_while_loop_write_pack_gradients(run):
     # TF: tensor_array_ops_test.py::testWhileLoopWritePackGradients
+    check_write_pack_gradients(run, _write_pack_loop)
+
+
+def check_write_pack_gradients(run, loop):
+    """TF's ``_testWhileLoopWritePackGradients``: ``loop(v0, state0, var)`` writes
+    ``v0[t] + var + state_t`` at each of 3 steps; the values and gradients it asserts."""
     v0 = tf.constant(np.arange(3 * 5, dtype=np.float32).reshape(3, 5))
     state0 = tf.constant(np.array([1] * 5, dtype=np.float32))
     var = tf.Variable(np.arange(100, 105, dtype=np.float32))
     grad_val = -np.arange(3 * 5, dtype=np.float32).reshape(3, 5)
     with tf.GradientTape() as tape:
         tape.watch([v0, state0])
-        vout = run(_write_pack_loop, v0, state0, var)
+        vout = run(loop, v0, state0, var)
     v0_grad, state0_grad, var_grad = tape.gradient(vout, [v0, state0, var],
                                                    output_gradients=tf.constant(grad_val))
     v, s = v0.numpy(), state0.numpy()

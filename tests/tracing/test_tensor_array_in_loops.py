@@ -11,6 +11,7 @@ import pytest
 import tapeflow as tf
 from tests.ops.gradcheck import check_grads
 from tests.tracing.helpers import assert_same, derivatives, derivatives_inside
+from tests.tracing.test_tensor_array import check_write_pack_gradients
 
 
 def _eager(fn, *args):
@@ -44,23 +45,7 @@ def test_while_loop_dynamic_write_pack_gradients(run):
     # TF: tensor_array_ops_test.py::testSkipEagerWhileLoopDynamicWritePackGradients
     # (_testWhileLoopWritePackGradients(dynamic_size=True); its shape_invariants, all
     # unknown or unchanged, left out: tapeflow's loop variables keep their shapes)
-    v0 = tf.constant(np.arange(3 * 5, dtype=np.float32).reshape(3, 5))
-    state0 = tf.constant(np.array([1] * 5, dtype=np.float32))
-    var = tf.Variable(np.arange(100, 105, dtype=np.float32))
-    grad_val = -np.arange(3 * 5, dtype=np.float32).reshape(3, 5)
-    with tf.GradientTape() as tape:
-        tape.watch([v0, state0])
-        vout = run(_dynamic_write_pack, v0, state0, var)
-    v0_grad, state0_grad, var_grad = tape.gradient(vout, [v0, state0, var],
-                                                   output_gradients=tf.constant(grad_val))
-    v, s = v0.numpy(), state0.numpy()
-    state_per_time = np.array([s, s + v[0], s + v[0] + v[1]])
-    np.testing.assert_allclose(vout.numpy(), v + var.numpy() + state_per_time)
-    expected_v0 = np.array([grad_val[0] + grad_val[1] + grad_val[2],
-                            grad_val[1] + grad_val[2], grad_val[2]])
-    np.testing.assert_array_equal(v0_grad.numpy(), expected_v0)
-    np.testing.assert_allclose(var_grad.numpy(), grad_val.sum(axis=0))
-    np.testing.assert_allclose(state0_grad.numpy(), grad_val.sum(axis=0))
+    check_write_pack_gradients(run, _dynamic_write_pack)
 
 
 def _grow_while(x, n):
