@@ -32,6 +32,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "child_process: the test runs tapeflow in child processes "
                             "(the CLI, an example, mpiexec), which the strict device does not reach")
     if config.getoption("--device") == "strict":
+        os.environ["TAPEFLOW_TESTS_ON_STRICT_DEVICE"] = "1"  # tests/ops/test_gradients.py reads it
         from tapeflow import backend
         from strict_device.strict_array import MODULE, StrictArray
         backend.use_gpu_module(MODULE, StrictArray)
