@@ -663,15 +663,18 @@ class ConcreteFunction:
                 isinstance(v, Tensor) for v in structured_outputs.values()):
             self._flat_dict = (sorted(structured_outputs), list(structured_outputs))
         self.optimized_graph = graph if optimized else optimize(graph)
-        # traced (or loaded) under the current device, whose array module its constants use
-        self._run = compile_graph(self.optimized_graph, tensors=True, xp=backend.device_module(),
-                                  in_place=True)
+        self._compile()
         # set by the tf.function that traced it: the call's (args, kwargs), tensors as
         # TensorSpecs, and the Python function's parameters (a save records both)
         self.structured_arguments = None
         self.parameters = None
         # (input positions, their values) the graph was traced for, where it holds them
         self.pinned = None
+
+    def _compile(self):
+        # traced (or loaded) under the current device, whose array module its constants use
+        self._run = compile_graph(self.optimized_graph, tensors=True, xp=backend.device_module(),
+                                  in_place=True)
 
     def relax_types(self, other):
         """Mark dimensions that differ in ``other`` (the probe trace) as free (None)."""
@@ -681,6 +684,9 @@ class ConcreteFunction:
                 if alt is not None and len(alt[0]) == len(shape):
                     graph.types[vid] = (tuple(None if a != b else a for a, b in zip(shape, alt[0])),
                                         dtype)
+        # Kernels were specialized for the traced sizes (a matmul over an inner size of 1 is an
+        # outer product): compiled again, those of a free size fall back to the general ones.
+        self._compile()
         if self.structured_arguments is not None:
             inputs = iter(self.graph.inputs)
             self.structured_arguments = nest.map_structure(
