@@ -30,3 +30,33 @@ def test_a_mean_over_relaxed_rows_divides_by_each_count(rows):
         x = rng.randn(n, 3).astype("float32")
         np.testing.assert_allclose(f(x).numpy(), x.mean(axis=0), rtol=1e-6)
     assert f.experimental_get_tracing_count() == 2
+
+
+def _saved_and_loaded(module, tmp_path):
+    tf.saved_model.save(module, str(tmp_path))
+    return tf.saved_model.load(str(tmp_path))
+
+
+def test_a_relaxed_function_called_at_two_sizes_saves_one_graph_for_every_size(tmp_path):
+    """Saved before a third call decided whether the relaxed graph serves every size (it
+    raised AttributeError): the save decides it, as a TensorSpec signature is decided."""
+    module = tf.Module()
+    module.f = tf.function(lambda x: x * 2.0, reduce_retracing=True)
+    for rows in (2, 4):
+        module.f(np.ones((rows, 3), "float32"))
+    loaded = _saved_and_loaded(module, tmp_path)
+    x = np.arange(21, dtype="float32").reshape(7, 3)
+    np.testing.assert_array_equal(loaded.f(x).numpy(), x * 2.0)
+    assert module.f.experimental_get_tracing_count() == 2  # the probe is not a call's trace
+
+
+def test_a_relaxed_function_whose_graph_holds_its_size_saves_the_size_it_ran_at(tmp_path):
+    module = tf.Module()
+    module.f = tf.function(lambda x: x * float(x.shape[0]), reduce_retracing=True)
+    for rows in (2, 4):
+        module.f(np.ones((rows, 3), "float32"))
+    loaded = _saved_and_loaded(module, tmp_path)
+    np.testing.assert_array_equal(loaded.f(np.ones((4, 3), "float32")).numpy(), 4.0)
+    with pytest.raises(ValueError, match="Could not find matching concrete function"):
+        loaded.f(np.ones((5, 3), "float32"))  # (TensorFlow's message: a loaded one cannot trace)
+    np.testing.assert_array_equal(module.f(np.ones((5, 3), "float32")).numpy(), 5.0)

@@ -50,7 +50,7 @@ def concretes_of(value):
     """``[(ConcreteFunction, input_signature or None)]`` a function attribute holds: a
     tf.function with an input_signature its one graph (traced now if it was not yet), one
     without every graph it was traced for; [] for anything else."""
-    from ..tracing.function import _PerShape, _PerValue
+    from ..tracing.function import _PerShape, _PerValue, _Undecided
     if isinstance(value, ConcreteFunction):
         return [(value, None)]
     if isinstance(value, LoadedFunction):  # a loaded object saved again
@@ -59,7 +59,10 @@ def concretes_of(value):
         if value.input_signature is not None:
             return [(value.get_concrete_function(), value.input_signature)]
         found = []
-        for entry in value._cache.values():
+        for key, entry in list(value._cache.items()):
+            if isinstance(entry, _Undecided):  # relaxed, called at one size so far
+                entry.settle(value, key)
+                entry = value._cache[key]
             if isinstance(entry, _PerShape):
                 found.extend((c, None) for c in entry._by_shape.values())
             elif isinstance(entry, _PerValue):  # each checks the values it was traced for

@@ -291,7 +291,7 @@ class Function:
             # Called with data: whether the graph depends on the free sizes is found out at the
             # first call with other sizes, by tracing for it (so the Python body never runs
             # twice in one call).  A signature of TensorSpecs alone is probed now, below.
-            self._cache[key] = _Undecided(first, leaves)
+            self._cache[key] = _Undecided(first, structure, leaves, shapes)
             return first
         if polymorphic:
             try:
@@ -465,9 +465,30 @@ class _Undecided:
     """A relaxed signature traced at one shape: the first call with other free sizes traces
     again, for that call, and the two graphs decide whether one serves every size."""
 
-    def __init__(self, first, leaves):
+    def __init__(self, first, structure, leaves, relaxed_shapes):
         self.first = first
         self.shapes = _concrete_shapes(leaves)
+        # the call as specs (no data kept alive), for a save that must decide before a call does
+        self._structure = structure
+        self._specs = _as_specs(leaves, relaxed_shapes)
+
+    def settle(self, function, key):
+        """Decide now, by a probe trace (as a signature of TensorSpecs is decided): a save
+        records either one relaxed graph or the first call's exact one."""
+        try:
+            probe = function._trace_once(self._structure, self._specs,
+                                         [s.shape for s in self._specs
+                                          if isinstance(s, TensorSpec)], probe=True)
+        except Exception:  # noqa: BLE001 - the probe size broke it: the code depends on it
+            probe = None
+        if probe is not None and _same_graph(self.first.graph, probe.graph):
+            self.first.relax_types(probe.graph)
+            function._cache[key] = self.first
+        else:
+            per_shape = _PerShape()
+            per_shape.add(self.first, None, self.shapes)
+            function._cache[key] = per_shape
+        return self.first
 
     def decide(self, function, key, structure, leaves, tensors):
         shapes = _concrete_shapes(leaves)
@@ -485,6 +506,22 @@ class _Undecided:
         per_shape.add(second, leaves)
         function._cache[key] = per_shape
         return second
+
+
+def _as_specs(leaves, shapes):
+    """Tensors among ``leaves`` as TensorSpecs of ``shapes`` (in order); other leaves kept."""
+    shapes = iter(shapes)
+    out = []
+    for leaf in leaves:
+        if leaf.__class__ is _Signed:
+            leaf = leaf.tensor
+        if isinstance(leaf, (Tensor, TensorSpec)) or backend.is_array(leaf):
+            dtype = leaf.dtype if isinstance(leaf, (Tensor, TensorSpec)) else \
+                convert_to_tensor(leaf).dtype
+            out.append(TensorSpec(next(shapes), dtype))
+        else:
+            out.append(leaf)
+    return out
 
 
 class _PerValue:
