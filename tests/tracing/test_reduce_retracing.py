@@ -60,3 +60,14 @@ def test_a_relaxed_function_whose_graph_holds_its_size_saves_the_size_it_ran_at(
     with pytest.raises(ValueError, match="Could not find matching concrete function"):
         loaded.f(np.ones((5, 3), "float32"))  # (TensorFlow's message: a loaded one cannot trace)
     np.testing.assert_array_equal(module.f(np.ones((5, 3), "float32")).numpy(), 5.0)
+
+
+def test_an_input_signature_of_free_sizes_multiplies_at_every_size():
+    """Traced at size 1 for every free dimension (and probed at 2): the inner size of 1 must
+    not leave an outer product in the compiled graph."""
+    spec = tf.TensorSpec([None, None], tf.float32)
+    f = tf.function(tf.matmul, input_signature=[spec, spec])
+    rng = np.random.RandomState(2)
+    for inner in (1, 3):
+        a, b = _pair(rng, inner)
+        np.testing.assert_allclose(f(a, b).numpy(), a @ b, rtol=1e-6)
