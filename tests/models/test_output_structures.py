@@ -89,8 +89,10 @@ def test_functional_single_output(model_fn, loss_type):
                                            "weighted_mean_squared_error"])
 
 
+@pytest.mark.filterwarnings("ignore:.*triggered tf.function retracing:UserWarning")
 @pytest.mark.parametrize("model_fn", SINGLE_OUTPUT_MODELS)
 def test_targets_and_inputs_by_name_are_the_arrays_themselves(model_fn):
+    # (each structure of x and y is a trace of its own, as in TensorFlow: hence the warning)
     # Keras: functional_test.py::test_dict_input_to_list_model (its dict-style fit and
     # evaluate, on one input and one output)
     model = model_fn()
