@@ -98,6 +98,7 @@ class Model(Layer):
         self._metric_log_names = []
         self._loss_tracker = None
         self._output_loss_trackers = []
+        self._output_name = None  # a one-output functional model's, once compiled
         self.run_eagerly = False
         self.steps_per_execution = 1
         self.train_function = self.test_function = self.predict_function = None
@@ -133,21 +134,22 @@ class Model(Layer):
         # slots keyed as the weights file keys the weights, not by the layer counters' names
         self.optimizer._key_by_structure(functools.partial(weights_io.weight_keys, self))
         names = getattr(self, "output_names", None)  # a functional model's outputs
+        self.loss = self._compiled_loss(loss, loss_weights, names)
         if names is not None and len(names) > 1:
-            self.loss = None if loss is None else \
-                multi_output.OutputLosses(loss, loss_weights, names, _as_loss)
             self._compiled_metrics = multi_output.output_metrics(metrics, names, _as_metric)
             self._weighted_metrics = multi_output.output_metrics(weighted_metrics, names,
                                                                  _as_metric)
         else:
-            if names is not None:  # one output: its loss may be given in a list or dict
-                loss, metrics, weighted_metrics = (
+            if names is not None:  # one output: its metrics may be given in a dict
+                metrics, weighted_metrics = (
                     _only_output(v, names[0], what) for v, what in (
-                        (loss, "loss"), (metrics, "metrics"),
-                        (weighted_metrics, "weighted_metrics")))
-            self.loss = None if loss is None else _as_loss(loss)
+                        (metrics, "metrics"), (weighted_metrics, "weighted_metrics")))
             self._compiled_metrics = _as_metrics(metrics)
             self._weighted_metrics = _as_metrics(weighted_metrics)
+        # a one-output model takes y (and its predictions, sample_weight) in a dict keyed by
+        # its output's name or a list of one, as Keras does
+        self._output_name = names[0] if names is not None and len(names) == 1 and \
+            not isinstance(self.loss, multi_output.OutputLosses) else None
         self._metric_log_names = _log_names(self._compiled_metrics, self._weighted_metrics)
         self._compile_metrics = {"metrics": metrics, "weighted_metrics": weighted_metrics}
         self._accuracies_to_choose = any(isinstance(m, str) for m in
@@ -165,6 +167,18 @@ class Model(Layer):
         self._distribute_strategy = replication.current()  # MPIStrategy.scope()
         self.train_function = self.test_function = self.predict_function = None  # traced anew
         self.compiled = True
+
+    def _compiled_loss(self, loss, loss_weights, names):
+        """compile's ``loss`` as one Loss, or an ``OutputLosses`` of several."""
+        if loss is None:
+            return None
+        if _losses_for_its_own_predictions(self, loss, names):
+            return multi_output.OutputLosses(loss, loss_weights, None, _as_loss)
+        if names is not None and len(names) > 1:
+            return multi_output.OutputLosses(loss, loss_weights, names, _as_loss)
+        if names is not None:  # one output: its loss may be given in a list or dict
+            loss = _only_output(loss, names[0], "loss")
+        return _as_loss(loss)
 
     @property
     def metrics(self):
@@ -204,6 +218,7 @@ class Model(Layer):
         if y is None:
             raise ValueError(f"{self.name}: the compiled loss needs targets, but no y was given "
                              f"(pass y to fit/evaluate, or override compute_loss / train_step)")
+        y, y_pred, sample_weight = self._as_one_output(y, y_pred, sample_weight)
         total = self.loss(y, y_pred, sample_weight=sample_weight)
         if extra:  # the compiled loss is in floatx, a float64 model's penalties in float64
             total = losses_module.sum_of_losses([total, losses_module.sum_of_losses(extra)])
@@ -215,9 +230,19 @@ class Model(Layer):
         y_pred = self(x, training=True)
         return self.compute_loss(x, y, y_pred, sample_weight), y_pred
 
+    def _as_one_output(self, y, y_pred, sample_weight):
+        """A one-output model's targets, predictions and weights as one tensor each, where
+        they come in a dict keyed by its output's name or a list of one (Keras's)."""
+        if self._output_name is None:
+            return y, y_pred, sample_weight
+        return (multi_output.one_output(y, self._output_name, "y"),
+                multi_output.one_output(y_pred, self._output_name, "the model's output"),
+                multi_output.one_output(sample_weight, self._output_name, "sample_weight"))
+
     def train_step(self, data):
         """One optimization step on one batch; returns the metrics' current values."""
         x, y, sample_weight = _unpack(data)
+        self._forget_recorded_losses()
         if not self.built:
             self(x, training=False)  # build from the first batch, so the variables exist
         if getattr(self.optimizer, "needs_loss_fn", False):
@@ -246,6 +271,7 @@ class Model(Layer):
 
     def test_step(self, data):
         x, y, sample_weight = _unpack(data)
+        self._forget_recorded_losses()
         y_pred = self(x, training=False)
         loss = self.compute_loss(x, y, y_pred, sample_weight, training=False)
         return self._without_traced_losses(self.compute_metrics(x, y, y_pred, sample_weight,
@@ -257,14 +283,20 @@ class Model(Layer):
 
     def compute_metrics(self, x, y, y_pred, sample_weight, loss):
         """Update the loss tracker and the metrics; return the logs ``{name: value}``.
-        ``sample_weight`` weights the loss's mean and the weighted metrics, not ``metrics``."""
+        ``sample_weight`` weights the loss's mean and the weighted metrics, not ``metrics``.
+        Each output's loss is logged as this step's ``compute_loss`` computed it (Keras's
+        compiled loss logs them as it computes them), so a ``compute_loss`` that makes its own
+        predictions logs the losses of those."""
+        y, y_pred, sample_weight = self._as_one_output(y, y_pred, sample_weight)
         self._compiled_metrics = _chosen_accuracies(self._compiled_metrics, y, y_pred)
         self._weighted_metrics = _chosen_accuracies(self._weighted_metrics, y, y_pred)
         # weighted by the batch's size, so that a short last batch counts for what it holds
         n = _batch_length(x, y_pred)
         self._loss_tracker.update_state(loss, sample_weight=n)
         if self._output_loss_trackers:  # each output's own loss, as Keras logs it
-            values = dict(self.loss.per_output(y, y_pred, sample_weight))
+            values = self.loss.take_recorded()
+            if values is None:  # a train_step of the user's that computed no compiled loss
+                values = dict(self.loss.per_output(y, y_pred, sample_weight))
             for tracker, name in zip(self._output_loss_trackers, self.loss.names):
                 if name in values:
                     tracker.update_state(values[name], sample_weight=n)
@@ -279,6 +311,12 @@ class Model(Layer):
         for name, m in self._named_metrics():
             logs[name] = m.result()
         return logs
+
+    def _forget_recorded_losses(self):
+        """A step starts: output losses computed outside it (a ``compute_loss`` call of the
+        user's) are not this step's to log."""
+        if isinstance(self.loss, multi_output.OutputLosses):
+            self.loss.take_recorded()
 
     # --- the step functions the loops call --------------------------------------------------------
     # Traced once per batch shape: one graph for the full batches and one for a short last
@@ -660,17 +698,30 @@ def _as_loss(identifier):
 
 
 def _only_output(value, name, what):
-    """A one-output model's ``loss`` (metrics) given in a list of one or a dict by its name."""
+    """A one-output model's ``loss`` (metrics) given in a list of one or a dict by its name
+    (of a list of one, for a loss)."""
     if isinstance(value, dict):
         if set(value) - {name}:
             raise ValueError(f"compile({what}=...): {sorted(set(value) - {name})} are not outputs "
                              f"of the model; its output is {name!r}")
-        return value.get(name)
+        value = value.get(name)
     if what == "loss" and isinstance(value, (list, tuple)):
         if len(value) != 1:
-            raise ValueError(f"compile(loss=...): {len(value)} losses for the model's one output")
+            raise ValueError(f"compile(loss=...): {len(value)} losses for the model's one output "
+                             f"(a model whose compute_loss makes a prediction per loss takes "
+                             f"several: override compute_loss)")
         return value[0]
     return value
+
+
+def _losses_for_its_own_predictions(model, loss, names):
+    """Whether compile's ``loss`` is a list that is not one loss per output, given to a model
+    that overrides ``compute_loss``: Keras 3 takes it then (that ``compute_loss`` hands the
+    compiled loss a prediction per loss), pairs the losses with those predictions in order
+    and logs each under its own name."""
+    if not isinstance(loss, (list, tuple)) or type(model).compute_loss is Model.compute_loss:
+        return False
+    return len(loss) != len(names) if names is not None else len(loss) > 1
 
 
 def _as_metrics(identifiers):

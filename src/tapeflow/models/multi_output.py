@@ -4,15 +4,22 @@
 ``model.outputs`` order) or a dict keyed by output name (an output it leaves
 out has no loss); ``loss_weights`` likewise (1.0 where not given).  The total
 is the weighted sum of the outputs' losses; each is also logged as
-``<output name>_loss``.  ``metrics`` is one list for every output, a list of
-lists (one per output) or a dict {output name: metric or list}; each is logged
+``<output name>_loss``.  ``metrics`` is one list for every output, a list with an
+entry per output (a metric or a list; at least one entry a list or None) or a dict
+{output name: metric or list}; each is logged
 as ``<output name>_<metric name>``.  ``y`` and ``sample_weight`` are a list in
 output order or a dict keyed by output name (one ``sample_weight`` array
 weights every output).
+
+A model whose own ``compute_loss`` makes a prediction per loss (Keras 3's
+``test_functional_list_outputs_with_custom_compute_loss``) takes a list of losses that is
+not one per output: they are paired with those predictions in order, and each is logged
+under its loss's name (``mean_squared_error_loss``), as Keras names a loss it cannot pair
+with an output.
 """
 from .. import metrics as metrics_module
 
-__all__ = ["OutputLosses", "OutputMetric", "output_metrics", "per_output"]
+__all__ = ["OutputLosses", "OutputMetric", "output_metrics", "per_output", "one_output"]
 
 
 def per_output(value, names, what, broadcast=False):
@@ -38,6 +45,16 @@ def per_output(value, names, what, broadcast=False):
                      f"order or a dict keyed by those names")
 
 
+def one_output(value, name, what):
+    """A one-output model's targets, predictions or weights given as Keras takes them: a dict
+    keyed by the output's name, or a list of one entry, as that entry."""
+    if isinstance(value, dict):
+        return per_output(value, [name], what)[0]
+    if isinstance(value, (list, tuple)) and len(value) == 1 and not _numbers(value):
+        return value[0]
+    return value
+
+
 def _numbers(value):
     while isinstance(value, (list, tuple)) and value:
         value = value[0]
@@ -45,16 +62,38 @@ def _numbers(value):
 
 
 class OutputLosses:
-    """The compiled loss of a model of several outputs: ``sum_i w_i loss_i(y_i, y_pred_i)``."""
+    """The compiled loss of a model of several outputs: ``sum_i w_i loss_i(y_i, y_pred_i)``.
+
+    ``names`` None: ``loss`` is a list of losses for the predictions a model's own
+    ``compute_loss`` makes, each named after its loss (``_1``, ``_2`` for repeats).
+
+    Each call records its losses per output until ``take_recorded`` takes them: the first
+    call after that, so that a step whose optimizer evaluates the loss again at trial points
+    (Newton) logs the losses at the step's start, as it logs the total."""
 
     def __init__(self, loss, loss_weights, names, as_loss):
-        self.names = list(names)
-        specs = per_output(loss, self.names, "compile(loss=...)", broadcast=True)
-        self.losses = [None if s is None else as_loss(s) for s in specs]
+        self.positional = names is None
+        if self.positional:
+            self.losses = [None if s is None else as_loss(s) for s in loss]
+            self.names = _unique([str(i) if l is None else l.name
+                                  for i, l in enumerate(self.losses)])
+        else:
+            self.names = list(names)
+            specs = per_output(loss, self.names, "compile(loss=...)", broadcast=True)
+            self.losses = [None if s is None else as_loss(s) for s in specs]
+        self._recorded = None
         if all(l is None for l in self.losses):
             raise ValueError(f"compile(loss=...): no output of {self.names} has a loss")
-        weights = per_output(loss_weights, self.names, "compile(loss_weights=...)",
-                             broadcast=True) if loss_weights is not None else [1.0] * len(names)
+        if loss_weights is None:
+            weights = [1.0] * len(self.names)
+        elif isinstance(loss_weights, (list, tuple)):  # numbers: per_output would broadcast them
+            weights = list(loss_weights)
+            if len(weights) != len(self.names):
+                raise ValueError(f"compile(loss_weights=...): {len(weights)} weights for the "
+                                 f"{len(self.names)} losses {self.names}")
+        else:
+            weights = per_output(loss_weights, self.names, "compile(loss_weights=...)",
+                                 broadcast=True)
         try:
             self.weights = [1.0 if w is None else float(w) for w in weights]
         except (TypeError, ValueError):
@@ -72,17 +111,39 @@ class OutputLosses:
 
     def __call__(self, y, y_pred, sample_weight=None):
         weight_of = dict(zip(self.names, self.weights))
+        values = self.per_output(y, y_pred, sample_weight)
+        if self._recorded is None:
+            self._recorded = dict(values)
         total = None
-        for name, value in self.per_output(y, y_pred, sample_weight):
+        for name, value in values:
             term = value * weight_of[name] if weight_of[name] != 1.0 else value
             total = term if total is None else total + term
         return total
 
+    def take_recorded(self):
+        """``{name: loss}`` of the first call since the last take (None if none), forgotten."""
+        recorded, self._recorded = self._recorded, None
+        return recorded
+
     def config(self, loss_config):
-        """What a save writes: each output's loss by ``loss_config``, and the weights."""
-        return {"output_losses": {n: None if l is None else loss_config(l)
-                                  for n, l in zip(self.names, self.losses)},
+        """What a save writes: each output's loss by ``loss_config``, and the weights (lists,
+        in order, for losses paired with a ``compute_loss``'s own predictions)."""
+        configs = [None if l is None else loss_config(l) for l in self.losses]
+        if self.positional:
+            return {"output_losses": configs, "loss_weights": list(self.weights)}
+        return {"output_losses": dict(zip(self.names, configs)),
                 "loss_weights": dict(zip(self.names, self.weights))}
+
+
+def _unique(names):
+    """``names`` with ``_1``, ``_2`` added to repeats (Keras 3's log names)."""
+    seen = {}
+    out = []
+    for name in names:
+        n = seen.get(name, 0)
+        seen[name] = n + 1
+        out.append(name if n == 0 else f"{name}_{n}")
+    return out
 
 
 class OutputMetric(metrics_module.Metric):
@@ -134,7 +195,9 @@ def output_metrics(metrics, names, as_metric):
     if isinstance(metrics, dict):
         per = per_output(metrics, names, "compile(metrics=...)", broadcast=True)
     elif isinstance(metrics, (list, tuple)) and metrics and \
-            all(m is None or isinstance(m, (list, tuple)) for m in metrics):
+            any(m is None or isinstance(m, (list, tuple)) for m in metrics):
+        # an entry per output (a metric or a list of them): one list for every output never
+        # nests (Keras 3: ["mse", ["mse", "accuracy"]])
         per = per_output(list(metrics), names, "compile(metrics=...)")
     else:  # one metric or one list of them: for every output, as tf.keras
         per = [metrics] * len(names)

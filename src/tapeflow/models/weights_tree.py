@@ -19,6 +19,7 @@ sorted order, private ones (``_name``) last, as Keras's ``_name_key`` orders the
 """
 import numpy as np
 
+from ..dtypes import is_float_dtype
 from ..layers.base import Layer
 from ..serialization import snake_case
 from .model_classes import model_class
@@ -136,8 +137,10 @@ class LayerWeights:
                 return (f"{self.labels[i]} ('{v.path}'): the shapes must match, but the model "
                         f"expects {tuple(v.shape)} and the file holds {tuple(value.shape)}")
             wanted = np.dtype(v._value.dtype)
-            # float64 into float32 is Keras's cast; complex into float would drop a part
-            if not np.can_cast(value.dtype, wanted, "same_kind"):
+            # float64 into float32 is Keras's cast (bfloat16 into float16 too, which numpy
+            # does not call the same kind); complex into float would drop a part
+            if not (np.can_cast(value.dtype, wanted, "same_kind")
+                    or is_float_dtype(value.dtype) and is_float_dtype(wanted)):
                 return (f"{self.labels[i]} ('{v.path}'): the model's variable is "
                         f"{wanted.name} and the file holds {value.dtype.name}, not the same "
                         f"kind of number")

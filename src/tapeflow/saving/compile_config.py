@@ -55,6 +55,10 @@ def decode_metrics(spec):
 def decode_loss(config):
     """A saved loss (a name, a config dict, or one per output of a functional model) and its
     loss weights, as compile takes them; an unknown name raises Keras's TypeError."""
+    if isinstance(config, dict) and isinstance(config.get("output_losses"), list):
+        # losses paired in order with the predictions of a model's own compute_loss
+        return ([None if c is None else losses.REGISTRY.from_saved(c)
+                 for c in config["output_losses"]], list(config.get("loss_weights") or []) or None)
     if isinstance(config, dict) and "output_losses" in config:
         per_output = {name: None if c is None else losses.REGISTRY.from_saved(c)
                       for name, c in dict(config["output_losses"]).items()}

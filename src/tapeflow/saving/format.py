@@ -58,6 +58,8 @@ from ..tracing.ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph
 from . import graph_checks
 from .atomic import make_directory, write_atomically
 from .errors import LoadError, SaveError
+from .extension_dtypes import EXTENSION_DTYPES, extension_dtype, is_extension, stored_dtype
+from .extension_dtypes import create_dataset as create_extension_dataset
 from .h5_attributes import read_attribute, text
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "LIMITS", "LoadError", "SaveError", "ArrayWriter",
@@ -81,7 +83,8 @@ LIMITS = {
     "name_chars": 512,
 }
 
-# The only dtypes a file may name (np.dtype is never handed a string from a file otherwise).
+# The only dtypes a file may name (np.dtype is never handed a string from a file otherwise),
+# and bfloat16 (``EXTENSION_DTYPES``: ml_dtypes', when installed; see ``extension_dtypes``).
 DTYPES = {name: np.dtype(name) for name in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128")}
@@ -112,9 +115,9 @@ class ArrayWriter:
 
     def add(self, array):
         array = np.asarray(backend.to_host(array))
-        if array.dtype.name not in DTYPES:
+        if array.dtype.name not in DTYPES and not is_extension(array.dtype):
             raise SaveError(f"arrays of dtype {array.dtype} cannot be saved "
-                            f"(known: {', '.join(DTYPES)})")
+                            f"(known: {', '.join((*DTYPES, *EXTENSION_DTYPES))})")
         self.arrays.append(np.array(array, order="C"))  # (ascontiguousarray makes 0-d 1-d)
         return len(self.arrays) - 1
 
@@ -147,8 +150,9 @@ def encode_graph(graph, arrays, variable_index, *, custom_gradients=True, where=
 
 
 def _dtype_name(dtype, where):
-    name = np.dtype(dtype).name
-    if name not in DTYPES:
+    dtype = np.dtype(dtype)
+    name = dtype.name
+    if name not in DTYPES and not is_extension(dtype):
         raise SaveError(f"{where}: values of dtype {name} cannot be saved")
     return name
 
@@ -285,12 +289,14 @@ def write(path, document, arrays):
 
 
 def _create(group, name, arr):
-    kwargs = {"fletcher32": True}
-    if arr.ndim == 0 or arr.size == 0:
-        group.create_dataset(name, data=arr)  # no chunks, so no filter: checked by sha of shape
+    unchunked = arr.ndim == 0 or arr.size == 0  # no chunks, so no filter: checked by sha
+    chunking = {} if unchunked else {"chunks": True, "fletcher32": True}
+    if is_extension(arr.dtype):
+        create_extension_dataset(group, name, arr, **chunking)
+    else:
+        group.create_dataset(name, data=arr, **chunking)
+    if unchunked:
         group[name].attrs["checksum"] = np.bytes_(hashlib.sha256(arr.tobytes()).hexdigest())
-        return
-    group.create_dataset(name, data=arr, chunks=True, **kwargs)
 
 
 def _write_bytes(path, data):
@@ -463,13 +469,14 @@ class ArrayReader:
                             f"not hold")
         name = f"arrays/{ref}"
         ds = _plain_dataset(self._f, name, self._where)
-        _check_array_header(ds, f"{what} (array {ref})", self._where)
-        if expect is not None and (tuple(ds.shape) != tuple(expect[0]) or ds.dtype != expect[1]):
-            raise LoadError(f"{self._where}: {what} is {ds.dtype.name}{list(ds.shape)} in the "
+        dtype = _check_array_header(ds, f"{what} (array {ref})", self._where)
+        if expect is not None and (tuple(ds.shape) != tuple(expect[0]) or dtype != expect[1]):
+            raise LoadError(f"{self._where}: {what} is {dtype.name}{list(ds.shape)} in the "
                             f"arrays but {np.dtype(expect[1]).name}{list(expect[0])} in the "
                             f"document")
         elements = _elements(ds.shape, f"{what} (array {ref})", self._where)
-        return StoredArray(ds, self._where, name, before_read=lambda: self._count(elements))
+        return StoredArray(ds, self._where, name, dtype=dtype,
+                           before_read=lambda: self._count(elements))
 
     def _count(self, elements):
         self._total += elements
@@ -480,26 +487,31 @@ class ArrayReader:
 
 class StoredArray:
     """A dataset whose header (hard link, in-file, dtype, rank, size) is checked and whose
-    data is not read yet: its ``shape`` and ``dtype`` come from the HDF5 metadata, and
-    ``read()`` reads it with the format's checks (checksum, no filters, every byte stored)."""
+    data is not read yet: its ``shape`` and ``dtype`` come from the HDF5 metadata (``dtype``
+    the checked one: bfloat16 for a marked opaque dataset), and ``read()`` reads it with the
+    format's checks (checksum, no filters, every byte stored)."""
 
-    def __init__(self, ds, where, name, checksummed=True, before_read=None):
+    def __init__(self, ds, where, name, dtype, checksummed=True, before_read=None):
         self._ds, self._where, self._name = ds, where, name
         self._checksummed, self._before_read = checksummed, before_read
-        self.shape, self.dtype = tuple(int(d) for d in ds.shape), ds.dtype
+        self.shape, self.dtype = tuple(int(d) for d in ds.shape), dtype
 
     def read(self):
         if self._before_read is not None:
             self._before_read()
-        return _read_checked(self._ds, self._where, self._name, self._checksummed)
+        data = _read_checked(self._ds, self._where, self._name, self._checksummed)
+        return data if data.dtype == self.dtype else data.view(self.dtype)  # opaque -> bfloat16
 
 
 def _check_array_header(ds, what, where):
-    """A dataset's dtype and rank are ones a save holds (checked before its data is read)."""
-    if ds.dtype.name not in DTYPES or ds.dtype.byteorder == ">":
+    """A dataset's dtype and rank are ones a save holds (checked before its data is read);
+    its dtype."""
+    dtype = stored_dtype(ds, where)
+    if not (dtype.name in DTYPES or is_extension(dtype)) or dtype.byteorder == ">":
         raise LoadError(f"{where}: {what} has dtype {ds.dtype}, which a save never holds")
     if ds.shape is None or len(ds.shape) > LIMITS["rank"]:
         raise LoadError(f"{where}: {what} has rank over {LIMITS['rank']}")
+    return dtype
 
 
 def create_checked_dataset(group, name, array):
@@ -520,9 +532,9 @@ def dataset_header(group, name, where, what=None, checksummed=True):
     reading, checked; the data read by its ``read()``."""
     what = what or f"dataset {name!r}"
     ds = _plain_dataset(group, name, where)
-    _check_array_header(ds, what, where)
+    dtype = _check_array_header(ds, what, where)
     _elements(ds.shape, what, where)
-    return StoredArray(ds, where, name, checksummed)
+    return StoredArray(ds, where, name, dtype, checksummed)
 
 
 def _elements(shape, what, where):
@@ -771,10 +783,12 @@ def _shape(shape, where, what):
 
 
 def _dtype(name, where):
+    if isinstance(name, str) and name in EXTENSION_DTYPES:
+        return extension_dtype(name, where)
     dtype = DTYPES.get(name) if isinstance(name, str) else None
     if dtype is None:
         raise LoadError(f"{where}: dtype {_short(name)} is not one a save may hold "
-                        f"({', '.join(DTYPES)})")
+                        f"({', '.join((*DTYPES, *EXTENSION_DTYPES))})")
     return dtype
 
 
