@@ -10,8 +10,10 @@ Five primitives, in TensorFlow's design (``nn_grad.py``), all on NHWC arrays:
   average only the elements inside the input, as TensorFlow's.
 
 The gradient kernels stack each window's elements contiguously (one strided copy per window
-element), find every window's first maximum with a few passes of boolean logic, and add the
-results back by col2im, a transpose where the windows tile the input (``windows.py``).
+element) and find every window's first maximum with a few passes of boolean logic.
+MaxPoolGrad then writes each element's share straight into the input positions it reads
+(added where windows overlap); AvgPoolGrad adds its shares back by col2im, a transpose where
+the windows tile the input (``windows.py``).
 
 Leading (jacobian) axes of dy and g broadcast against x's; attributes never hold the batch
 size, so one traced graph fits every batch.
