@@ -10,10 +10,8 @@ Five primitives, in TensorFlow's design (``nn_grad.py``), all on NHWC arrays:
   average only the elements inside the input, as TensorFlow's.
 
 The gradient kernels stack each window's elements contiguously (one strided copy per window
-element) and find every window's first maximum with a few passes of boolean logic.
-MaxPoolGrad then writes each element's share straight into the input positions it reads
-(added where windows overlap); AvgPoolGrad adds its shares back by col2im, a transpose where
-the windows tile the input (``windows.py``).
+element), find every window's first maximum with a few passes of boolean logic, and add the
+results back by col2im, a transpose where the windows tile the input (``windows.py``).
 
 Leading (jacobian) axes of dy and g broadcast against x's; attributes never hold the batch
 size, so one traced graph fits every batch.
@@ -26,7 +24,7 @@ from ._util import array_module, as_tensor
 from .shape import reshape
 from .window_args import check_format, check_output, explicit_pads, fold_batch, from_nhwc, \
     spatial_arg, to_nhwc
-from .windows import inside_offsets, out_hw, reduce_windows, stack_windows, unstack_windows
+from .windows import out_hw, reduce_windows, stack_windows, unstack_windows
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool", "avg_pool1d", "avg_pool2d", "avg_pool"]
 
@@ -58,30 +56,15 @@ def _first_max_hits(x, ksize, strides, pads):
 
 
 def _max_pool_grad_forward(x, dy, ksize, strides, pads):
-    """dy added at each window's first maximum, in x's shape (dy may have leading axes).
-    Window element k's share goes straight to the input positions it reads: written where
-    windows do not overlap (no buffer of all K shares, no col2im), added where they do."""
+    """dy added at each window's first maximum, in x's shape (dy may have leading axes)."""
     xp = array_module(dy)
-    hw = dy.shape[-3:-1]
-    disjoint = all(s >= k for s, k in zip(strides, ksize))
-    tiled = disjoint and pads == ((0, 0), (0, 0)) and \
-        tuple(o * k for o, k in zip(hw, ksize)) == tuple(x.shape[-3:-1])
-    lead = np.broadcast_shapes(dy.shape[:-3], x.shape[:-3])
-    dx = (xp.empty if tiled else xp.zeros)(lead + x.shape[-3:], dtype=dy.dtype)
-    reads = {(i, j): slices for i, j, *slices in
-             inside_offsets(x.shape[-3:-1], ksize, strides, (1, 1), pads, hw)}
+    parts = None
     for k, hit in enumerate(_first_max_hits(x, ksize, strides, pads)):
-        slices = reads.get(divmod(k, ksize[1]))
-        if slices is None:  # this element of every window is padding
-            continue
-        rows, columns, out_rows, out_columns = slices
-        if tiled:
-            xp.multiply(dy, hit, out=dx[..., rows, columns, :])
-        elif disjoint:
-            dx[..., rows, columns, :] = (dy * hit)[..., out_rows, out_columns, :]
-        else:
-            dx[..., rows, columns, :] += (dy * hit)[..., out_rows, out_columns, :]
-    return dx
+        if parts is None:
+            parts = xp.empty((ksize[0] * ksize[1],) + np.broadcast_shapes(dy.shape, hit.shape),
+                             dtype=dy.dtype)
+        xp.multiply(dy, hit, out=parts[k])
+    return unstack_windows(parts, x.shape[-3:-1], ksize, strides, (1, 1), pads)
 
 
 def _max_pool_grad_grad_forward(x, g, ksize, strides, pads):
