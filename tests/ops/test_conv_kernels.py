@@ -21,6 +21,14 @@ def layout(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(params=["per_offset", "flipped"])
+def input_grad_kernel(request, monkeypatch):
+    """Run a test with each input-gradient kernel (the flipped convolution where it applies:
+    stride 1, padding within the kernel's reach)."""
+    monkeypatch.setattr(conv, "_per_offset_pays", lambda *shapes: request.param == "per_offset")
+    return request.param
+
+
 def _numbered(shape, dtype):
     """TF's _CreateNumpyTensor: 1, 2, 3, ... in the shape."""
     return np.arange(1, int(np.prod(shape)) + 1, dtype=np.float32).reshape(shape).astype(dtype)
@@ -75,7 +83,7 @@ DTYPES = [np.float32, np.float16, np.float64]  # TF's _DtypesToTest on a CPU
 
 @pytest.mark.parametrize("name", BACKPROP_INPUT)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_backprop_input_has_tensorflows_values(name, dtype):
+def test_backprop_input_has_tensorflows_values(name, dtype, input_grad_kernel):
     input_sizes, filter_sizes, output_sizes, strides, padding, expected = BACKPROP_INPUT[name]
     w, dy = _numbered(filter_sizes, dtype), _numbered(output_sizes, dtype)
     got = conv._conv2d_backprop_input_forward(
@@ -127,7 +135,8 @@ def _input_grad_reference(dy, w, x_shape, strides, dilations, pads):
 
 
 @pytest.mark.parametrize("strides,dilations,padding", GEOMETRIES)
-def test_the_input_gradient_is_the_loops_adjoint(strides, dilations, padding):
+def test_the_input_gradient_is_the_loops_adjoint(strides, dilations, padding,
+                                                 input_grad_kernel):
     rng = np.random.default_rng(3)
     x, w = rng.standard_normal((2, 7, 9, 3)), rng.standard_normal((3, 2, 3, 4))
     if padding == "explicit":
@@ -147,7 +156,7 @@ def test_the_input_gradient_is_the_loops_adjoint(strides, dilations, padding):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-def test_half_precision_input_gradients_sum_in_float32():
+def test_half_precision_input_gradients_sum_in_float32(input_grad_kernel):
     """Nine products rounded once, not at every partial sum: float16's error stays one
     rounding's, as the float32 GEMM it replaces gave."""
     rng = np.random.default_rng(4)

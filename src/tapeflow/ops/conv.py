@@ -67,11 +67,42 @@ def _conv2d_forward(x, w, strides, dilations, pads):
     return out.reshape(out.shape[:-2] + (x.shape[-4], ho, wo, w.shape[-1]))
 
 
+# The input gradient's kernels (measured, benchmarks/README.md "W2"): per kernel offset, the
+# forward's FLOPs in K GEMMs, wins where a convolution of the padded cotangent would do more
+# FLOPs (VALID padding: W2's 11x11 -> 13x13 runs 7.6 against 12.4 ms) or where each offset's
+# GEMM is large (from about 4M multiply-adds: 16x16x16 <- 32, batch 32, 0.78x); below that
+# at stride 1 (digits' 4x4x16 <- 32 SAME) one im2col and one GEMM cost less than K calls.
+PER_OFFSET_MIN_MACS = 1 << 22
+
+
+def _per_offset_pays(dy_shape, filter_shape, input_hw):
+    """Whether the input gradient runs per kernel offset rather than as one flipped convolution
+    (decided per call: the batch, part of the cost, varies between calls of one graph)."""
+    n, ho, wo, co = dy_shape[-4:]
+    more_flops = 4 * input_hw[0] * input_hw[1] > 5 * ho * wo  # the padded dy's rows, over 1.25x
+    return more_flops or n * ho * wo * filter_shape[-2] * co >= PER_OFFSET_MIN_MACS
+
+
 def _conv2d_backprop_input_forward(dy, w, input_hw, strides, dilations, pads):
+    reach = ((w.shape[-4] - 1) * dilations[0], (w.shape[-3] - 1) * dilations[1])
+    if strides == (1, 1) and all(max(p) <= r for p, r in zip(pads, reach)) and \
+            not _per_offset_pays(dy.shape, w.shape, input_hw):
+        return _input_grad_by_flipped_conv(dy, w, dilations, pads, reach)
+    return _input_grad_per_offset(dy, w, input_hw, strides, dilations, pads)
+
+
+def _input_grad_by_flipped_conv(dy, w, dilations, pads, reach):
+    """At stride 1, conv2d's input gradient is a convolution of dy, padded to reach every input
+    position, with the flipped, transposed filter: one im2col and one GEMM."""
+    flipped = array_module(dy).swapaxes(w[..., ::-1, ::-1, :, :], -1, -2)
+    full = tuple((r - p[0], r - p[1]) for p, r in zip(pads, reach))
+    return _conv2d_forward(dy, flipped, (1, 1), dilations, full)
+
+
+def _input_grad_per_offset(dy, w, input_hw, strides, dilations, pads):
     """The forward's GEMM transposed, one kernel offset at a time: ``dy @ w[i, j]^T`` (rows, Ci)
-    added into the input positions that offset reads (col2im by accumulation).  Exactly the
-    forward's FLOPs (a convolution of the padded dy with the flipped filter has more where
-    padding dy costs rows), and one offset's product in memory at a time."""
+    added into the input positions that offset reads (col2im by accumulation, padding never
+    materialized); one offset's product in memory at a time."""
     xp = array_module(dy)
     n, ho, wo, co = dy.shape[-4:]
     dtype = np.result_type(dy.dtype, w.dtype)
