@@ -63,7 +63,8 @@ BACKPROP_INPUT = {
 BACKPROP_FILTER = {
     "testConv2D2x2Depth1ValidBackpropFilter": (
         [1, 2, 3, 1], [2, 2, 1, 1], [1, 1, 2, 1], [1, 1], "VALID", [5, 8, 14, 17]),
-    "testConv2DEmptyBackpropFilter": ([1, 2, 3, 1], [2, 2, 1, 0], [1, 1, 2, 0], [1, 1], "VALID", []),
+    "testConv2DEmptyBackpropFilter": (
+        [1, 2, 3, 1], [2, 2, 1, 0], [1, 1, 2, 0], [1, 1], "VALID", []),
     "testConv2DBackpropFilterWithEmptyInput": (
         [0, 2, 3, 1], [2, 2, 1, 1], [0, 1, 2, 1], [1, 1], "VALID", [0, 0, 0, 0]),
     "testConv2D2x2Depth3ValidBackpropFilter": (
