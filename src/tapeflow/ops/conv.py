@@ -5,11 +5,12 @@ padding, NHWC or NCHW).  Pooling is in ``pooling.py``; the window arithmetic bot
 
 Three primitives, in TensorFlow's design (``nn_grad.py``), all on NHWC arrays:
 
-* ``Conv2D(x, w)``: im2col (one strided view of the padded input, copied once by a reshape)
-  and one BLAS matmul with the (kh*kw*Ci, Co) filter;
-* ``Conv2DBackpropInput(dy, w)``: conv2d's input gradient, a transposed convolution: at
-  stride 1 a convolution with the flipped filter (im2col and one matmul), otherwise
-  ``dy @ w[k]^T`` for every window element k (one batched matmul) added back by col2im;
+* ``Conv2D(x, w)``: im2col (one strided view of the padded input, copied once by a reshape;
+  for few channels one copy per kernel offset) and one BLAS matmul with the (kh*kw*Ci, Co)
+  filter;
+* ``Conv2DBackpropInput(dy, w)``: conv2d's input gradient, a transposed convolution:
+  ``dy @ w[i, j]^T`` for every kernel offset, each added into the input positions it reads
+  (col2im by accumulation, padding never materialized);
 * ``Conv2DBackpropFilter(x, dy)``: conv2d's filter gradient, ``im2col(x)^T @ dy``, one matmul.
 
 The three are closed under differentiation: each one's gradient is two of the others
@@ -23,13 +24,15 @@ Attributes never hold the batch size, so one traced graph fits every batch.
 """
 import operator
 
+import numpy as np
+
 from ..core.dispatch import apply
 from ..core.registry import def_primitive
 from ._util import array_module, as_tensor, binary_operands, half_in_float32
 from .shape import concat, reshape, split
 from .window_args import check_format, check_output, conv_output_length, explicit_pads, \
     fold_batch, from_nhwc, spatial_arg, to_nhwc
-from .windows import im2col, out_hw, unstack_windows
+from .windows import im2col, im2col_by_offsets, inside_offsets, out_hw
 
 __all__ = ["conv1d", "conv2d", "conv1d_transpose", "conv2d_transpose", "convolution",
            "conv_output_length"]
@@ -43,34 +46,82 @@ def _flat_filter(w):
     return w.reshape(w.shape[:-4] + (w.shape[-4] * w.shape[-3] * w.shape[-2], w.shape[-1]))
 
 
+# Below this many input channels, im2col copies one strided run per kernel offset into the
+# patches' transpose (``im2col_by_offsets``); at more, the window view's reshape copies C
+# elements at a time fast enough (measured on W2's shapes: 1 channel 0.22 vs 1.57 ms, 32
+# channels 4.2 vs 0.55 ms; benchmarks/README.md).
+FEW_CHANNELS = 5
+
+
+def _patches(x, kernel, strides, dilations, pads):
+    """im2col of x as (..., rows, kh*kw*C), possibly a transposed view, and (Ho, Wo)."""
+    if x.shape[-1] < FEW_CHANNELS:
+        cols_t, hw = im2col_by_offsets(x, kernel, strides, dilations, pads)
+        return array_module(x).swapaxes(cols_t, -1, -2), hw
+    return im2col(x, kernel, strides, dilations, pads)
+
+
 def _conv2d_forward(x, w, strides, dilations, pads):
-    cols, (ho, wo) = im2col(x, w.shape[-4:-2], strides, dilations, pads)
+    cols, (ho, wo) = _patches(x, w.shape[-4:-2], strides, dilations, pads)
     out = half_in_float32(operator.matmul, cols, _flat_filter(w))
     return out.reshape(out.shape[:-2] + (x.shape[-4], ho, wo, w.shape[-1]))
 
 
+# The input gradient's kernels (measured, benchmarks/README.md "W2"): per kernel offset, the
+# forward's FLOPs in K GEMMs, wins where a convolution of the padded cotangent would do more
+# FLOPs (VALID padding: W2's 11x11 -> 13x13 runs 7.6 against 12.4 ms) or where each offset's
+# GEMM is large (from about 4M multiply-adds: 16x16x16 <- 32, batch 32, 0.78x); below that
+# at stride 1 (digits' 4x4x16 <- 32 SAME) one im2col and one GEMM cost less than K calls.
+PER_OFFSET_MIN_MACS = 1 << 22
+
+
+def _per_offset_pays(dy_shape, filter_shape, input_hw):
+    """Whether the input gradient runs per kernel offset rather than as one flipped convolution
+    (decided per call: the batch, part of the cost, varies between calls of one graph)."""
+    n, ho, wo, co = dy_shape[-4:]
+    more_flops = 4 * input_hw[0] * input_hw[1] > 5 * ho * wo  # the padded dy's rows, over 1.25x
+    return more_flops or n * ho * wo * filter_shape[-2] * co >= PER_OFFSET_MIN_MACS
+
+
 def _conv2d_backprop_input_forward(dy, w, input_hw, strides, dilations, pads):
+    reach = ((w.shape[-4] - 1) * dilations[0], (w.shape[-3] - 1) * dilations[1])
+    if strides == (1, 1) and all(max(p) <= r for p, r in zip(pads, reach)) and \
+            not _per_offset_pays(dy.shape, w.shape, input_hw):
+        return _input_grad_by_flipped_conv(dy, w, dilations, pads, reach)
+    return _input_grad_per_offset(dy, w, input_hw, strides, dilations, pads)
+
+
+def _input_grad_by_flipped_conv(dy, w, dilations, pads, reach):
+    """At stride 1, conv2d's input gradient is a convolution of dy, padded to reach every input
+    position, with the flipped, transposed filter: one im2col and one GEMM."""
+    flipped = array_module(dy).swapaxes(w[..., ::-1, ::-1, :, :], -1, -2)
+    full = tuple((r - p[0], r - p[1]) for p, r in zip(pads, reach))
+    return _conv2d_forward(dy, flipped, (1, 1), dilations, full)
+
+
+def _input_grad_per_offset(dy, w, input_hw, strides, dilations, pads):
+    """The forward's GEMM transposed, one kernel offset at a time: ``dy @ w[i, j]^T`` (rows, Ci)
+    added into the input positions that offset reads (col2im by accumulation, padding never
+    materialized); one offset's product in memory at a time."""
     xp = array_module(dy)
-    kh, kw = w.shape[-4:-2]
-    reach = ((kh - 1) * dilations[0], (kw - 1) * dilations[1])
-    if strides == (1, 1) and all(max(p) <= r for p, r in zip(pads, reach)):
-        # stride 1: a convolution of dy with the flipped, transposed filter (im2col and one
-        # matmul are faster than col2im's kh*kw strided adds)
-        flipped = xp.swapaxes(w[..., ::-1, ::-1, :, :], -1, -2)
-        full = tuple((r - p[0], r - p[1]) for p, r in zip(pads, reach))
-        return _conv2d_forward(dy, flipped, (1, 1), dilations, full)
-    ci, co = w.shape[-2:]
-    n, ho, wo = dy.shape[-4:-1]
-    # window element k's share of every output position: dy @ w[k]^T, K matmuls in one call
-    w_t = xp.swapaxes(w.reshape(w.shape[:-4] + (kh * kw, ci, co)), -1, -2)
-    parts = half_in_float32(operator.matmul, dy.reshape(dy.shape[:-4] + (1, n * ho * wo, co)), w_t)
-    parts = xp.moveaxis(parts.reshape(parts.shape[:-2] + (n, ho, wo, ci)), -5, 0)
-    return unstack_windows(parts, input_hw, (kh, kw), strides, dilations, pads)
+    n, ho, wo, co = dy.shape[-4:]
+    dtype = np.result_type(dy.dtype, w.dtype)
+    if dtype.itemsize == 2:  # half precision: products and their sum in float32, rounded once
+        dy, w = dy.astype(np.float32), w.astype(np.float32)
+    rows = dy.reshape(dy.shape[:-4] + (n * ho * wo, co))
+    lead = tuple(np.broadcast_shapes(dy.shape[:-4], w.shape[:-4]))
+    out = xp.zeros(lead + (n,) + tuple(input_hw) + (w.shape[-2],), dtype=rows.dtype)
+    for i, j, in_rows, in_columns, out_rows, out_columns in inside_offsets(
+            input_hw, w.shape[-4:-2], strides, dilations, pads, (ho, wo)):
+        part = rows @ xp.swapaxes(w[..., i, j, :, :], -1, -2)
+        part = part.reshape(part.shape[:-2] + (n, ho, wo, part.shape[-1]))
+        out[..., in_rows, in_columns, :] += part[..., out_rows, out_columns, :]
+    return out.astype(dtype, copy=False)
 
 
 def _conv2d_backprop_filter_forward(x, dy, filter_hw, strides, dilations, pads):
     xp = array_module(x)
-    cols, _ = im2col(x, filter_hw, strides, dilations, pads)
+    cols, _ = _patches(x, filter_hw, strides, dilations, pads)
     n, ho, wo, co = dy.shape[-4:]
     out = half_in_float32(operator.matmul, xp.swapaxes(cols, -1, -2),
                           dy.reshape(dy.shape[:-4] + (n * ho * wo, co)))

@@ -9,8 +9,9 @@ import numpy as np
 
 from ._util import array_module
 
-__all__ = ["out_size", "out_hw", "pad_hw", "window_view", "im2col", "offsets", "window_slices",
-           "reduce_windows", "stack_windows", "unstack_windows"]
+__all__ = ["out_size", "out_hw", "pad_hw", "window_view", "im2col", "im2col_by_offsets",
+           "offsets", "inside_offsets", "window_slices", "reduce_windows", "stack_windows",
+           "unstack_windows"]
 
 
 def out_size(n, k, stride, dilation, pad):
@@ -57,6 +58,23 @@ def im2col(x, kernel, strides, dilations, pads):
     return win.reshape(x.shape[:-4] + (rows, kernel[0] * kernel[1] * x.shape[-1])), hw
 
 
+def im2col_by_offsets(x, kernel, strides, dilations, pads):
+    """x (..., N, H, W, C) -> patches transposed, (..., kh*kw*C, N*Ho*Wo), and (Ho, Wo): one
+    strided copy per kernel offset, whose inner runs are output rows.  For few channels this
+    is several times faster than ``im2col``, whose copy moves C elements at a time."""
+    xp = array_module(x)
+    hw = out_hw(x.shape[-3:-1], kernel, strides, dilations, pads)
+    n, c = x.shape[-4], x.shape[-1]
+    padded = any(p for pair in pads for p in pair)  # padding's patches stay zero
+    cols = (xp.zeros if padded else xp.empty)(
+        x.shape[:-4] + tuple(kernel) + (c, n) + hw, dtype=x.dtype)
+    channels_first = xp.moveaxis(x, -1, -4)  # (..., C, N, H, W): a view
+    for i, j, rows, columns, out_rows, out_columns in inside_offsets(
+            x.shape[-3:-1], kernel, strides, dilations, pads, hw):
+        cols[..., i, j, :, :, out_rows, out_columns] = channels_first[..., rows, columns]
+    return cols.reshape(x.shape[:-4] + (kernel[0] * kernel[1] * c, n * hw[0] * hw[1])), hw
+
+
 def offsets(kernel, strides, dilations, hw):
     """For each kernel offset (i, j): the slices of the padded input its window elements read."""
     (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, strides, dilations, hw
@@ -64,6 +82,35 @@ def offsets(kernel, strides, dilations, hw):
         for j in range(kw):
             yield (i, j, slice(i * dh, i * dh + sh * (ho - 1) + 1, sh),
                    slice(j * dw, j * dw + sw * (wo - 1) + 1, sw))
+
+
+def _inside(n, start, stride, pad_before, out_n):
+    """Along one axis, for the window element at ``start`` (its offset times the dilation):
+    the slice of the input (unpadded) it reads and the slice of the output positions whose
+    element lies inside the input, not in the padding; None when no element does."""
+    first = start - pad_before  # the input position output 0 reads
+    lo = 0 if first >= 0 else (stride - 1 - first) // stride
+    hi = min(out_n, (n - 1 - first) // stride + 1) if first <= n - 1 else 0
+    if hi <= lo:
+        return None
+    begin = first + lo * stride
+    return slice(begin, begin + (hi - lo - 1) * stride + 1, stride), slice(lo, hi)
+
+
+def inside_offsets(in_hw, kernel, strides, dilations, pads, hw):
+    """For each kernel offset (i, j) that reads the input somewhere: i, j, the slices of the
+    input (..., H, W, C) it reads, and the slices of the output (..., Ho, Wo, C) that read
+    them.  Padding is never materialized: what falls on it is left out."""
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, strides, dilations, hw
+    (h, w), ((pt, _), (pl, _)) = in_hw, pads
+    for i in range(kh):
+        along_h = _inside(h, i * dh, sh, pt, ho)
+        if along_h is None:
+            continue
+        for j in range(kw):
+            along_w = _inside(w, j * dw, sw, pl, wo)
+            if along_w is not None:
+                yield i, j, along_h[0], along_w[0], along_h[1], along_w[1]
 
 
 def window_slices(x_hw, ksize, strides, pads):
@@ -103,10 +150,8 @@ def unstack_windows(parts, in_hw, ksize, strides, dilations, pads):
         tiled = parts.reshape((kh, kw) + parts.shape[1:])
         perm = tuple(range(2, n - 3)) + (n - 3, 0, n - 2, 1, n - 1)
         return xp.ascontiguousarray(tiled.transpose(perm)).reshape(lead + (h, w, c))
-    (pt, pb), (pl, pr) = pads
-    out = xp.zeros(lead + (h + pt + pb, w + pl + pr, c), dtype=parts.dtype)
-    for k, (_, _, rows, columns) in enumerate(offsets(ksize, strides, dilations, (ho, wo))):
-        out[..., rows, columns, :] += parts[k]
-    if pt or pb or pl or pr:
-        out = xp.ascontiguousarray(out[..., pt:pt + h, pl:pl + w, :])
+    out = xp.zeros(lead + (h, w, c), dtype=parts.dtype)
+    for i, j, rows, columns, out_rows, out_columns in inside_offsets(
+            in_hw, ksize, strides, dilations, pads, (ho, wo)):
+        out[..., rows, columns, :] += parts[i * kw + j][..., out_rows, out_columns, :]
     return out
