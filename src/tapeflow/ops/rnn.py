@@ -46,20 +46,16 @@ def _layout(operands, kind, has_bias, has_init, has_mask):
 
 def _workspace_views(ws, kernel, steps, batch, units):
     """The workspace ``(rows, batch, units)`` as ``(states, saved)``: every state at every step
-    boundary ``(n_states, steps + 1, batch, units)`` (the initial states first), and what each
-    step saved, ``(steps, batch, width * units)`` per ``kernel.saved_widths``.  Time-major, so
-    each step's rows are contiguous, and so are all steps' ``h`` for ``dU``'s one matmul."""
+    boundary ``(n_states, steps + 1, batch, units)`` (the initial states first), and the
+    planes each step saved, ``(steps, saved_planes, batch, units)``.  Time-major and a plane
+    per gate, so each of a step's planes is contiguous, and all steps' ``h`` are one block."""
     n = kernel.n_states * (steps + 1)
     states = ws[:n].reshape(kernel.n_states, steps + 1, batch, units)
-    saved = []
-    for width in kernel.saved_widths:
-        saved.append(ws[n:n + width * steps].reshape(steps, batch, width * units))
-        n += width * steps
-    return states, saved
+    return states, ws[n:].reshape(steps, kernel.saved_planes, batch, units)
 
 
 def _workspace_rows(kernel, steps):
-    return kernel.n_states * (steps + 1) + sum(kernel.saved_widths) * steps
+    return kernel.n_states * (steps + 1) + kernel.saved_planes * steps
 
 
 def _sequence_forward(*operands, kind, has_bias, has_init, has_mask, zero_output):
@@ -77,14 +73,17 @@ def _sequence_forward(*operands, kind, has_bias, has_init, has_mask, zero_output
     states, saved = _workspace_views(ws, kernel, steps, batch, units)
     for k in range(kernel.n_states):
         states[k, 0] = 0.0 if init is None else init[k]
-    scratch = [xp.empty((batch, units), dtype) for _ in range(2)]
+    by_gate = projected.reshape(batch, steps, kernel.gates, units)
+    neg_U = -U
+    z = xp.empty((batch, kernel.gates * units), dtype)
+    tmp = [xp.empty((batch, units), dtype) for _ in range(2)]
     seq = None if mask is None else xp.empty((batch, steps, units), dtype)
     output = None if mask is None else xp.zeros((batch, units), dtype)
     with overflow_ignored():
         for t in range(steps):
             after = list(states[:, t + 1])
-            kernel.forward(xp, projected[:, t], list(states[:, t]), after,
-                           [s[t] for s in saved], U, rb, scratch)
+            kernel.forward(xp, by_gate[:, t], list(states[:, t]), after, saved[t], neg_U, rb,
+                           z, tmp)
             if mask is not None:
                 keep = mask[:, t, None]
                 output = xp.where(keep, after[0], 0.0 if zero_output else output)
@@ -113,27 +112,31 @@ def _sequence_backward(*operands, kind, has_bias, has_init, has_mask, zero_outpu
     d_inner = d_proj if kernel.inner_is_projected else new(projected.shape, dtype)
     if not tracing:
         states, saved = _workspace_views(ws, kernel, steps, batch, units)
-        dz = xp.empty((batch, projected.shape[-1]), dtype)
-        scratch = [xp.empty((batch, units), dtype) for _ in range(2)]
-        carry = xp.zeros((batch, units), dtype)  # the cotangent of the output kept
+        gate_shape = (batch, steps, kernel.gates, units)
+        d_proj_by_gate, d_inner_by_gate = d_proj.reshape(gate_shape), d_inner.reshape(gate_shape)
+        D = xp.empty((kernel.gates, batch, units), dtype)
+        tmp = [xp.empty((batch, units), dtype) for _ in range(2)]
+        # the states' cotangents in arrays of our own, which the steps overwrite
+        d_states = [d.copy() for d in d_states]
+        carry = None  # the cotangent of the output a masked step kept
         for t in range(steps - 1, -1, -1):
-            d_out = d_seq[:, t] + carry
             if mask is None:
-                d_new = [d_states[0] + d_out] + d_states[1:]
+                d_states[0] += d_seq[:, t]
+                d_new = d_states
             else:
+                d_out = d_seq[:, t] if carry is None else d_seq[:, t] + carry
                 keep = mask[:, t, None].astype(dtype)
                 skip = 1.0 - keep
                 d_new = [keep * d for d in d_states]
-                d_new[0] = d_new[0] + keep * d_out
+                d_new[0] += keep * d_out
                 if not zero_output:
                     carry = skip * d_out
-            d_prev = kernel.backward(xp, list(states[:, t]), [s[t] for s in saved], d_new,
-                                     dz, scratch)
-            d_proj[:, t] = dz
+            d_prev = kernel.backward(xp, list(states[:, t]), saved[t], d_new, D, tmp)
+            d_proj_by_gate[:, t] = D.transpose(1, 0, 2)
             if d_inner is not d_proj:
-                kernel.to_inner(xp, dz, [s[t] for s in saved])
-                d_inner[:, t] = dz
-            through_U = dz @ U.T
+                kernel.to_inner(xp, D, saved[t])
+                d_inner_by_gate[:, t] = D.transpose(1, 0, 2)
+            through_U = xp.matmul(d_inner[:, t], U.T, out=d_new[0])  # d_new[0] is spent
             if d_prev[0] is not None:
                 through_U += d_prev[0]
             d_prev[0] = through_U

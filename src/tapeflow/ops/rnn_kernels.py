@@ -2,24 +2,32 @@
 back of each cell kind (Keras's default activations: tanh, with sigmoid gates).
 
 The steps write into arrays the caller allocated once per call (``out=``), never into their
-operands: the states before and after the step (``(batch, units)`` rows of the workspace),
-what the step saves for the way back (``saved``: per kind, ``saved_widths`` arrays of
-``(batch, width * units)``), and two scratch rows (``scratch``: ``(batch, units)`` each).
-Every array a step writes is contiguous, so each pass over it is one plain loop, and the
-gates come from one matmul ``h @ U`` (as cuDNN's and oneDNN's cells) written straight into
-the saved row that keeps them.
+operands.  Each step reads and writes ``(batch, units)`` planes, each one contiguous (a pass
+over a contiguous plane is one plain loop, over a column block of ``(batch, gates * units)``
+one loop per row, some 2-3x slower at these sizes):
 
-A step gets ``p`` (the projected input of that timestep, ``x_t @ kernel + bias``, a strided
-view), ``U`` and the recurrent bias ``rb`` (GRU only, else None).  ``backward`` fills ``dz``
-(``(batch, gates * units)``, contiguous) with the cotangent of the step's projected input and
-returns the cotangents of the states before it but the recurrent matmul's (``dz @ U.T``, which
-the caller adds: it sees ``dz`` after ``to_inner``).  ``to_inner(dz, saved)`` turns ``dz`` in
-place into the cotangent of ``h @ U (+ rb)`` (GRU scales its candidate part by the reset
-gate): the caller turns those of every step into ``dU`` and ``d rb`` with one matmul.
+- ``before`` and ``after``: the states before and after the step;
+- ``S``: what the step saves for the way back, ``(saved_planes, batch, units)``;
+- ``p``: the projected input of the step, ``x_t @ kernel + bias``, as ``(batch, gates, units)``
+  (a strided view of the op's operand);
+- ``z``: a ``(batch, gates * units)`` scratch row for ``h @ U``: the gates come from one
+  matmul (as cuDNN's and oneDNN's cells), whose result the first pass over it spreads
+  into ``S``'s planes;
+- ``D``: ``(gates, batch, units)``, which ``backward`` fills with the cotangent of the
+  projected input, gate by gate;
+- ``tmp``: two ``(batch, units)`` scratch planes.
+
+``forward`` gets the recurrent kernel negated (``-U``: a sigmoid is ``1 / (1 + exp(-x))``,
+so the matmul gives ``-x`` directly).  ``backward`` gets ``d_new``, the cotangents of the new
+states, in the caller's arrays, which it may overwrite: it returns the cotangents of the
+states before the step, without the recurrent matmul's part (``dz @ U.T`` for the ``h``
+state, which the caller adds: ``None`` where there is no other).  ``to_inner(D, S)`` turns
+``D`` in place into the cotangent of ``h @ U (+ rb)`` (GRU scales its candidate part by the
+reset gate); the caller turns those of every step into ``dU`` and ``d rb`` with one matmul.
 """
 import numpy as np
 
-__all__ = ["KERNELS", "sigmoid_in_place", "overflow_ignored"]
+__all__ = ["KERNELS", "overflow_ignored"]
 
 
 def overflow_ignored():
@@ -29,19 +37,13 @@ def overflow_ignored():
     return np.errstate(over="ignore")
 
 
-def sigmoid_in_place(xp, z):
-    """``z = 1 / (1 + exp(-z))`` in place: one transcendental pass (faster than tanh's on
-    numpy), exact limits at both ends (under ``overflow_ignored``)."""
-    xp.negative(z, out=z)
-    xp.exp(z, out=z)
-    z += 1.0
-    xp.reciprocal(z, out=z)
-
-
-def _tanh_from_sigmoid(xp, s):
-    """``s = sigmoid(2x)`` in place to ``tanh(x) = 2 sigmoid(2x) - 1``."""
-    s *= 2.0
-    s -= 1.0
+def _sigmoid_of_negated(xp, s):
+    """``s = 1 / (1 + exp(s))`` in place: ``s`` holds ``-x``, and becomes ``sigmoid(x)``.
+    One ``exp`` pass (twice as fast as numpy's float32 ``tanh``), exact limits at both ends
+    (under ``overflow_ignored``)."""
+    xp.exp(s, out=s)
+    s += 1.0
+    xp.divide(1.0, s, out=s)
 
 
 def _one_minus_square(xp, x, out):
@@ -50,58 +52,67 @@ def _one_minus_square(xp, x, out):
     xp.subtract(1.0, out, out=out)
 
 
+def _sigmoid_grad(xp, s, out):
+    """``out = s (1 - s)`` (sigmoid's derivative from its value)."""
+    xp.subtract(1.0, s, out=out)
+    out *= s
+
+
+def _gates_from(xp, h, neg_U, p, planes, z):
+    """``planes = -(h @ U + p)``, gate by gate: the matmul into ``z``, one pass from there."""
+    xp.matmul(h, neg_U, out=z)
+    xp.subtract(z.reshape(p.shape), p, out=planes.transpose(1, 0, 2))
+
+
 class _SimpleRNN:
-    gates, n_states, saved_widths = 1, 1, (1,)  # saved: the new state before any mask
+    gates, n_states, saved_planes = 1, 1, 1  # S: the new state before any mask
     inner_is_projected = True
 
     @staticmethod
-    def forward(xp, p, before, after, saved, U, rb, scratch):
-        (h,), (new,) = before, saved
-        xp.matmul(h, U, out=new)
-        new += p
+    def forward(xp, p, before, after, S, neg_U, rb, z, tmp):
+        (h,), (new,) = before, S[:1]
+        _gates_from(xp, h, neg_U, p, S[:1], z)
+        xp.negative(new, out=new)
         xp.tanh(new, out=new)
         after[0][...] = new
 
     @staticmethod
-    def backward(xp, before, saved, d_new, dz, scratch):
-        (new,), (dh,) = saved, d_new
-        _one_minus_square(xp, new, dz)
-        dz *= dh
+    def backward(xp, before, S, d_new, D, tmp):
+        _one_minus_square(xp, S[0], D[0])
+        D[0] *= d_new[0]
         return [None]
 
     @staticmethod
-    def to_inner(xp, dz, saved):
+    def to_inner(xp, D, S):
         pass
 
 
 class _LSTM:
-    gates, n_states, saved_widths = 4, 2, (4, 1)  # saved: the gates i, f, g, o; tanh(c)
+    gates, n_states, saved_planes = 4, 2, 5  # S: the gates i, f, g, o; tanh(c)
     inner_is_projected = True
 
     @staticmethod
-    def forward(xp, p, before, after, saved, U, rb, scratch):
-        (h, c), (h_new, c_new), (z, th) = before, after, saved
-        u = h.shape[-1]
-        xp.matmul(h, U, out=z)
-        z += p
-        # every gate through one sigmoid pass: g = tanh(x) = 2 sigmoid(2x) - 1
-        z[:, 2 * u:3 * u] *= 2.0
-        sigmoid_in_place(xp, z)
-        i, f, g, o = (z[:, k * u:(k + 1) * u] for k in range(4))
-        _tanh_from_sigmoid(xp, g)
+    def forward(xp, p, before, after, S, neg_U, rb, z, tmp):
+        (h, c), (h_new, c_new) = before, after
+        i, f, g, o, th = S
+        _gates_from(xp, h, neg_U, p, S[:4], z)
+        # all four gates through one sigmoid pass: g = tanh(x) = 2 sigmoid(2x) - 1
+        g *= 2.0
+        _sigmoid_of_negated(xp, S[:4])
+        g *= 2.0
+        g -= 1.0
         xp.multiply(f, c, out=c_new)
-        xp.multiply(i, g, out=scratch[0])
-        c_new += scratch[0]
+        xp.multiply(i, g, out=tmp[0])
+        c_new += tmp[0]
         xp.tanh(c_new, out=th)
         xp.multiply(o, th, out=h_new)
 
     @staticmethod
-    def backward(xp, before, saved, d_new, dz, scratch):
-        (_, c), (z, th), (dh, dc_in) = before, saved, d_new
-        u = c.shape[-1]
-        i, f, g, o = (z[:, k * u:(k + 1) * u] for k in range(4))
-        di, df, dg, do = (dz[:, k * u:(k + 1) * u] for k in range(4))
-        dc, tmp = scratch
+    def backward(xp, before, S, d_new, D, tmp):
+        (_, c), (dh, dc_in) = before, d_new
+        i, f, g, o, th = S
+        di, df, dg, do = D
+        dc, ds = tmp
         # dc = dc_in + dh * o * (1 - th^2)
         _one_minus_square(xp, th, dc)
         dc *= o
@@ -109,79 +120,73 @@ class _LSTM:
         dc += dc_in
         # each gate's pre-activation: sigmoid' = s (1 - s), tanh' = 1 - t^2
         xp.multiply(dh, th, out=do)
-        xp.subtract(1.0, o, out=tmp)
-        tmp *= o
-        do *= tmp
+        _sigmoid_grad(xp, o, ds)
+        do *= ds
         xp.multiply(dc, g, out=di)
-        xp.subtract(1.0, i, out=tmp)
-        tmp *= i
-        di *= tmp
+        _sigmoid_grad(xp, i, ds)
+        di *= ds
         xp.multiply(dc, c, out=df)
-        xp.subtract(1.0, f, out=tmp)
-        tmp *= f
-        df *= tmp
+        _sigmoid_grad(xp, f, ds)
+        df *= ds
         _one_minus_square(xp, g, dg)
         dg *= i
         dg *= dc
-        return [None, dc * f]
+        return [None, xp.multiply(dc, f, out=dc_in)]
 
     @staticmethod
-    def to_inner(xp, dz, saved):
+    def to_inner(xp, D, S):
         pass
 
 
 class _GRU:
     """reset_after=True (Keras 2's and 3's default): ``rb`` is the recurrent bias or None."""
-    gates, n_states, saved_widths = 3, 1, (3, 1)  # saved: z, r and h @ U's candidate part; hh
-    inner_is_projected = False  # the candidate's part is scaled by r in h @ U's
+    gates, n_states, saved_planes = 3, 1, 4  # S: the gates z, r; h @ U's candidate part; hh
+    inner_is_projected = False  # the candidate's part of h @ U is scaled by r
 
     @staticmethod
-    def forward(xp, p, before, after, saved, U, rb, scratch):
-        (h,), (new,), (inner, hh) = before, after, saved
-        u = h.shape[-1]
-        xp.matmul(h, U, out=inner)
+    def forward(xp, p, before, after, S, neg_U, rb, z, tmp):
+        (h,), (new,) = before, after
+        zg, r, rh, hh = S
+        xp.matmul(h, neg_U, out=z)  # -(h @ U)
+        z3 = z.reshape(p.shape)
         if rb is not None:
-            inner += rb
-        zr = inner[:, :2 * u]  # becomes the gates z, r; the candidate part rh stays
-        zr += p[:, :2 * u]
-        sigmoid_in_place(xp, zr)
-        z, r, rh = (inner[:, k * u:(k + 1) * u] for k in range(3))
+            z3 -= rb.reshape(p.shape[1:])
+        xp.subtract(z3[:, :2], p[:, :2], out=S[:2].transpose(1, 0, 2))
+        _sigmoid_of_negated(xp, S[:2])
+        xp.negative(z3[:, 2], out=rh)
         xp.multiply(r, rh, out=hh)
-        hh += p[:, 2 * u:]
+        hh += p[:, 2]
         xp.tanh(hh, out=hh)
         # z * h + (1 - z) * hh
         xp.subtract(h, hh, out=new)
-        new *= z
+        new *= zg
         new += hh
 
     @staticmethod
-    def backward(xp, before, saved, d_new, dz, scratch):
-        (h,), (inner, hh), (dh,) = before, saved, d_new
-        u = h.shape[-1]
-        z, r, rh = (inner[:, k * u:(k + 1) * u] for k in range(3))
-        dzz, dr, da = (dz[:, k * u:(k + 1) * u] for k in range(3))
-        one_minus_z, tmp = scratch
-        xp.subtract(1.0, z, out=one_minus_z)
+    def backward(xp, before, S, d_new, D, tmp):
+        (h,), (dh,) = before, d_new
+        zg, r, rh, hh = S
+        dzg, dr, da = D
+        one_minus_z, ds = tmp
+        xp.subtract(1.0, zg, out=one_minus_z)
         # da = dh (1 - z) (1 - hh^2)
         _one_minus_square(xp, hh, da)
         da *= one_minus_z
         da *= dh
         # dz = dh (h - hh) z (1 - z)
-        xp.subtract(h, hh, out=dzz)
-        dzz *= dh
-        dzz *= z
-        dzz *= one_minus_z
+        xp.subtract(h, hh, out=dzg)
+        dzg *= dh
+        dzg *= zg
+        dzg *= one_minus_z
         # dr = da rh r (1 - r)
         xp.multiply(da, rh, out=dr)
-        xp.subtract(1.0, r, out=tmp)
-        tmp *= r
-        dr *= tmp
-        return [dh * z]
+        _sigmoid_grad(xp, r, ds)
+        dr *= ds
+        return [dh * zg]
 
     @staticmethod
-    def to_inner(xp, dz, saved):
-        u = saved[1].shape[-1]
-        dz[:, 2 * u:] *= saved[0][:, u:2 * u]  # the candidate's inner part is scaled by r
+    def to_inner(xp, D, S):
+        D[2] *= S[1]  # the candidate's inner part is scaled by r
 
 
 KERNELS = {"simple_rnn": _SimpleRNN, "lstm": _LSTM, "gru": _GRU}
