@@ -11,8 +11,8 @@ one loop per row, some 2-3x slower at these sizes):
 - ``p``: the projected input of the step, ``x_t @ kernel + bias``, as ``(batch, gates, units)``
   (a strided view of the op's operand);
 - ``z``: a ``(batch, gates * units)`` scratch row for ``h @ U``: the gates come from one
-  matmul (as cuDNN's and oneDNN's cells), whose result the first pass over it spreads
-  into ``S``'s planes;
+  matmul (as cuDNN's and oneDNN's cells), ``p`` is subtracted there in place, and one copy
+  spreads the row into ``S``'s planes;
 - ``D``: ``(gates, batch, units)``, which ``backward`` fills with the cotangent of the
   projected input, gate by gate;
 - ``tmp``: two ``(batch, units)`` scratch planes.
@@ -39,9 +39,9 @@ def overflow_ignored():
 
 def _sigmoid_of_negated(xp, neg, s):
     """``s = 1 / (1 + exp(neg))``: ``neg`` holds ``-x`` as ``(batch, gates, units)``, ``s``
-    gets ``sigmoid(x)`` gate-major.  One ``exp`` pass (twice as fast as numpy's float32
-    ``tanh``; on a contiguous array, where numpy's is vectorized), exact limits at both ends
-    (under ``overflow_ignored``)."""
+    gets ``sigmoid(x)`` gate-major.  One ``exp`` pass over a contiguous array (numpy's float32
+    ``exp`` is vectorized where its ``tanh`` is not: about half the time), exact limits at
+    both ends (under ``overflow_ignored``)."""
     s.transpose(1, 0, 2)[...] = neg
     xp.exp(s, out=s)
     s += 1.0
