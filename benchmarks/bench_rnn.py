@@ -18,7 +18,13 @@ equations of each traced step (its optimized graph), and the first step's losses
 ``--threads N`` sets the BLAS thread count before numpy is imported (1 gives steadier figures
 on a shared machine: many threads waiting for cores make small matmuls erratic).
 
-Usage:  python benchmarks/bench_rnn.py [--cell lstm|gru] [--rounds N] [--steps S] [--threads N]
+``--ops`` times the whole-sequence op alone instead, at W3's shapes: its forward
+(``_sequence_forward``) and its gradient op's (``_sequence_backward``) on numpy arrays, best
+process CPU time over ``--rounds`` rounds of ``--steps`` calls (the kernels of
+``ops/rnn_kernels.py`` without the rest of the step).
+
+Usage:  python benchmarks/bench_rnn.py [--cell lstm|gru|simple_rnn] [--ops] [--rounds N]
+                                       [--steps S] [--threads N]
 """
 import argparse
 import os
@@ -29,7 +35,8 @@ VOCAB, EMBED, UNITS, LENGTH, BATCH = 2000, 64, 128, 64, 64
 
 def parse():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cell", choices=("lstm", "gru"), default="lstm")
+    p.add_argument("--cell", choices=("lstm", "gru", "simple_rnn"), default="lstm")
+    p.add_argument("--ops", action="store_true", help="time the sequence op alone")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--threads", type=int, default=None)
@@ -63,8 +70,45 @@ def equations(model):
     return len(concrete.optimized_graph.eqns)
 
 
+def best_cpu_ms(fn, rounds, calls):
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.process_time()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.process_time() - start) / calls)
+    return 1e3 * best
+
+
+def time_ops(args):
+    """The whole-sequence op's forward and backward alone, float32, no mask or initial state."""
+    from tapeflow.ops import rnn
+    gates = {"simple_rnn": 1, "lstm": 4, "gru": 3}[args.cell]
+    rng = np.random.default_rng(0)
+    projected = rng.normal(size=(BATCH, LENGTH, gates * UNITS)).astype(np.float32)
+    U = (0.1 * rng.normal(size=(UNITS, gates * UNITS))).astype(np.float32)
+    operands = [projected, U] + ([np.zeros(gates * UNITS, np.float32)] if args.cell == "gru"
+                                 else [])
+    attrs = dict(kind=args.cell, has_bias=args.cell == "gru", has_init=False, has_mask=False,
+                 zero_output=False)
+    outs = rnn._sequence_forward(*operands, **attrs)
+    d_seq = rng.normal(size=(BATCH, LENGTH, UNITS)).astype(np.float32)
+    d_last = [np.zeros((BATCH, UNITS), np.float32) for _ in outs[1:-1]]
+    forward = best_cpu_ms(lambda: rnn._sequence_forward(*operands, **attrs), args.rounds,
+                          args.steps)
+    backward = best_cpu_ms(lambda: rnn._sequence_backward(*operands, outs[-1], d_seq, *d_last,
+                                                          **attrs), args.rounds, args.steps)
+    print(f"{args.cell} sequence op alone ({UNITS} units, length {LENGTH}, batch {BATCH}), best "
+          f"of {args.rounds} rounds of {args.steps} calls: forward {forward:.1f} cpu ms, "
+          f"gradient {backward:.1f} cpu ms")
+
+
 def main():
     args = ARGS
+    if args.ops:
+        return time_ops(args)
+    if args.cell == "simple_rnn":
+        raise SystemExit("--cell simple_rnn: with --ops only (W3 is an LSTM or GRU model)")
     rng = np.random.default_rng(0)
     x = rng.integers(0, VOCAB, (BATCH, LENGTH))
     y = rng.integers(0, 2, (BATCH,))

@@ -183,3 +183,32 @@ def test_the_sequence_op_names_bad_operands():
         recurrent_sequence("lstm", tf.zeros((2, 3, 8)), tf.zeros((2, 8)), mask=tf.ones((2, 3)))
     with pytest.raises(ValueError, match="kind must be one of"):
         recurrent_sequence("rnn", tf.zeros((2, 3, 8)), tf.zeros((2, 8)))
+
+
+@pytest.mark.parametrize("kind", ["simple_rnn", "lstm", "gru"])
+@pytest.mark.parametrize("masked", [False, True], ids=["plain", "masked"])
+def test_the_sequence_ops_leave_their_operands_unchanged(kind, masked):
+    """The steps write into buffers of their own (out=, in place): every operand, the
+    cotangents of the last states included, is as it was after the forward and the backward."""
+    from tapeflow.ops.rnn import recurrent_sequence
+    rng = np.random.default_rng(2)
+    gates, n_states = {"simple_rnn": (1, 1), "lstm": (4, 2), "gru": (3, 1)}[kind]
+    arrays = [rng.normal(size=(2, 5, 3 * gates)), rng.normal(size=(3, 3 * gates))]
+    arrays += [rng.normal(size=(3 * gates,))] if kind == "gru" else []
+    initial = [rng.normal(size=(2, 3)) for _ in range(n_states)]
+    d_last = [rng.normal(size=(2, 3)) for _ in range(n_states)]
+    d_seq = rng.normal(size=(2, 5, 3))
+    kept = [a.copy() for a in arrays + initial + d_last + [d_seq]]
+    tensors = [tf.constant(a) for a in arrays + initial]
+    with tf.GradientTape() as tape:
+        tape.watch(tensors)
+        seq, last = recurrent_sequence(kind, tensors[0], tensors[1],
+                                       tensors[2] if kind == "gru" else None,
+                                       tensors[-n_states:],
+                                       tf.constant(MASK) if masked else None)
+    cotangents = [tf.constant(d) for d in d_last + [d_seq]]
+    grads = tape.gradient([seq] + last, tensors,
+                          output_gradients=cotangents[-1:] + cotangents[:-1])
+    assert all(g is not None for g in grads)
+    for before, after in zip(kept, tensors + cotangents):
+        np.testing.assert_array_equal(before, after.numpy())

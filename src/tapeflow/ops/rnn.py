@@ -23,7 +23,7 @@ from ..core.registry import def_primitive
 from ..core.tape import GradientTape
 from .creation import zeros_like
 from .elementwise import identity, sigmoid, tanh
-from .rnn_kernels import KERNELS
+from .rnn_kernels import KERNELS, overflow_ignored
 from .shape import reshape, split, stack, where
 
 __all__ = ["recurrent_sequence", "unrolled_sequence"]
@@ -44,32 +44,55 @@ def _layout(operands, kind, has_bias, has_init, has_mask):
     return projected, U, rb, init, mask, used
 
 
+def _workspace_views(ws, kernel, steps, batch, units):
+    """The workspace ``(rows, batch, units)`` as ``(states, saved)``: every state at every step
+    boundary ``(n_states, steps + 1, batch, units)`` (the initial states first), and the
+    planes each step saved, ``(steps, saved_planes, batch, units)``.  Time-major and a plane
+    per gate, so each of a step's planes is contiguous, and all steps' ``h`` are one block."""
+    n = kernel.n_states * (steps + 1)
+    states = ws[:n].reshape(kernel.n_states, steps + 1, batch, units)
+    return states, ws[n:].reshape(steps, kernel.saved_planes, batch, units)
+
+
+def _workspace_rows(kernel, steps):
+    return kernel.n_states * (steps + 1) + kernel.saved_planes * steps
+
+
 def _sequence_forward(*operands, kind, has_bias, has_init, has_mask, zero_output):
     kernel = KERNELS[kind]
-    projected, U, rb, states, mask, _ = _layout(operands, kind, has_bias, has_init, has_mask)
+    projected, U, rb, init, mask, _ = _layout(operands, kind, has_bias, has_init, has_mask)
     xp = backend.array_module(projected)
     batch, steps = projected.shape[:2]
     units = U.shape[0]
     dtype = projected.dtype
-    seq = xp.zeros((batch, steps, units), dtype)
-    ws = xp.zeros((steps, kernel.n_saved, batch, units), dtype)
-    if states is None:
-        states = [xp.zeros((batch, units), dtype) for _ in range(kernel.n_states)]
     if context().trace is not None:  # shape inference: the types alone
-        return (seq,) + tuple(states) + (ws,)
-    output = xp.zeros((batch, units), dtype)
-    for t in range(steps):
-        new, saved = kernel.forward(xp, projected[:, t], states, U, rb)
-        ws[t] = xp.stack(saved)
-        if mask is None:
-            output = new[0]
-        else:
-            keep = mask[:, t, None]
-            output = xp.where(keep, new[0], 0.0 if zero_output else output)
-            new = [xp.where(keep, n, s) for n, s in zip(new, states)]
-        seq[:, t] = output
-        states = new
-    return (seq,) + tuple(states) + (ws,)
+        ws = xp.zeros((_workspace_rows(kernel, steps), batch, units), dtype)
+        states = [xp.zeros((batch, units), dtype) for _ in range(kernel.n_states)]
+        return (xp.zeros((batch, steps, units), dtype),) + tuple(states) + (ws,)
+    ws = xp.empty((_workspace_rows(kernel, steps), batch, units), dtype)
+    states, saved = _workspace_views(ws, kernel, steps, batch, units)
+    for k in range(kernel.n_states):
+        states[k, 0] = 0.0 if init is None else init[k]
+    by_gate = projected.reshape(batch, steps, kernel.gates, units)
+    neg_U = -U
+    z = xp.empty((batch, kernel.gates * units), dtype)
+    tmp = [xp.empty((batch, units), dtype) for _ in range(2)]
+    seq = None if mask is None else xp.empty((batch, steps, units), dtype)
+    output = None if mask is None else xp.zeros((batch, units), dtype)
+    with overflow_ignored():
+        for t in range(steps):
+            after = list(states[:, t + 1])
+            kernel.forward(xp, by_gate[:, t], list(states[:, t]), after, saved[t], neg_U, rb,
+                           z, tmp)
+            if mask is not None:
+                keep = mask[:, t, None]
+                output = xp.where(keep, after[0], 0.0 if zero_output else output)
+                seq[:, t] = output
+                for new, old in zip(after, states[:, t]):  # a masked row keeps its states
+                    xp.copyto(new, old, where=~keep)
+    if mask is None:  # every output is the new h: one copy, batch first
+        seq = xp.ascontiguousarray(states[0, 1:].transpose(1, 0, 2))
+    return (seq,) + tuple(states[k, steps].copy() for k in range(kernel.n_states)) + (ws,)
 
 
 def _sequence_backward(*operands, kind, has_bias, has_init, has_mask, zero_output):
@@ -80,29 +103,54 @@ def _sequence_backward(*operands, kind, has_bias, has_init, has_mask, zero_outpu
     ws, d_seq, d_states = operands[used], operands[used + 1], list(operands[used + 2:])
     xp = backend.array_module(projected)
     dtype = projected.dtype
-    d_proj = xp.zeros(projected.shape, dtype)
-    d_inner = xp.zeros((projected.shape[1],) + projected.shape[:1] + U.shape[1:], dtype)
-    if context().trace is None:
-        carry = xp.zeros(d_states[0].shape, dtype)  # the cotangent of the output kept
-        for t in range(projected.shape[1] - 1, -1, -1):
-            d_out = d_seq[:, t] + carry
+    batch, steps = projected.shape[:2]
+    units = U.shape[0]
+    tracing = context().trace is not None  # shape inference: the types alone
+    new = xp.zeros if tracing else xp.empty  # the loop writes every element
+    d_proj = new(projected.shape, dtype)
+    # the cotangents of every step's h @ U (+ rb): d_proj's own array where they are the same
+    d_inner = d_proj if kernel.inner_is_projected else new(projected.shape, dtype)
+    if not tracing:
+        states, saved = _workspace_views(ws, kernel, steps, batch, units)
+        gate_shape = (batch, steps, kernel.gates, units)
+        d_proj_by_gate, d_inner_by_gate = d_proj.reshape(gate_shape), d_inner.reshape(gate_shape)
+        D = xp.empty((kernel.gates, batch, units), dtype)
+        tmp = [xp.empty((batch, units), dtype) for _ in range(2)]
+        # the states' cotangents in arrays of our own, which the steps overwrite
+        d_states = [d.copy() for d in d_states]
+        carry = None  # the cotangent of the output a masked step kept
+        for t in range(steps - 1, -1, -1):
             if mask is None:
-                d_new = [d_states[0] + d_out] + d_states[1:]
+                d_states[0] += d_seq[:, t]
+                d_new = d_states
             else:
+                d_out = d_seq[:, t] if carry is None else d_seq[:, t] + carry
                 keep = mask[:, t, None].astype(dtype)
                 skip = 1.0 - keep
                 d_new = [keep * d for d in d_states]
-                d_new[0] = d_new[0] + keep * d_out
+                d_new[0] += keep * d_out
                 if not zero_output:
                     carry = skip * d_out
-            d_proj[:, t], d_prev, d_inner[t] = kernel.backward(xp, list(ws[t]), d_new, U)
+            d_prev = kernel.backward(xp, list(states[:, t]), saved[t], d_new, D, tmp)
+            d_proj_by_gate[:, t] = D.transpose(1, 0, 2)
+            if d_inner is not d_proj:
+                kernel.to_inner(xp, D, saved[t])
+                d_inner_by_gate[:, t] = D.transpose(1, 0, 2)
+            through_U = xp.matmul(d_inner[:, t], U.T, out=d_new[0])  # d_new[0] is spent
+            if d_prev[0] is not None:
+                through_U += d_prev[0]
+            d_prev[0] = through_U
             if mask is not None:
                 d_prev = [a + skip * d for a, d in zip(d_prev, d_states)]
             d_states = d_prev
-    # every step's h (the first thing saved) against every step's d inner, in one matmul
-    hs = ws[:, 0].reshape(-1, U.shape[0])
-    dU = hs.T @ d_inner.reshape(-1, U.shape[1])
-    d_rb = None if rb is None else d_inner.sum(axis=(0, 1))
+        hs = states[0, :steps].transpose(1, 0, 2)  # batch first, as d_inner's rows
+    else:
+        d_states = [xp.zeros((batch, units), dtype) for _ in d_states]
+        hs = xp.zeros((batch, steps, units), dtype)
+    # every step's h against every step's d inner: one matmul
+    flat = d_inner.reshape(-1, U.shape[1])
+    dU = hs.reshape(-1, units).T @ flat
+    d_rb = None if rb is None else flat.sum(axis=0)
     grads = [d_proj, dU] + ([] if d_rb is None else [d_rb])
     return tuple(grads + (list(d_states) if has_init else []))
 
