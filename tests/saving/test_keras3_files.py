@@ -85,6 +85,13 @@ def test_the_compile_config_and_optimizer_variables_are_restored():
     assert keras.models.load_model(_fixture("layer_norm.keras")).optimizer is None  # not compiled
 
 
+def test_a_trainer_config_builds_the_model_of_a_keras3_archive():
+    """``model.keras_config`` naming a .keras file Keras 3 wrote: its architecture, unweighted."""
+    from tapeflow.training.model_graph import build_keras_config
+    model = build_keras_config("conv_pool.keras", "test.yaml", FIXTURES)
+    assert [tuple(w.shape) for w in model.weights] == [(3, 3, 1, 2), (2,), (8, 3), (3,)]
+
+
 def test_keras3_weights_file_loads_into_a_tapeflow_twin():
     # Keras: saving/saving_lib_test.py::test_save_load_weights_only (into a model built here)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="relu"),

@@ -11,7 +11,10 @@ does.  A compiled model's optimizer state is ``optimizer/vars/<i>`` in
 ``class_name``, so the state is read into a model compiled with an optimizer of
 that class (skipped with a warning for another class, ignored for a model not
 compiled).  Every dataset is written with a checksum and read back with the
-saved format's checks (``saving.format.read_checked_dataset``).
+saved format's checks (``saving.format.dataset_header``); a file Keras 3 wrote carries no
+checksums (a checksum that is there is checked) and names neither its optimizer's variables
+nor its class: they are read by position into this optimizer, built for the model's trainable
+variables as Keras builds it, where their count and shapes fit (else Keras's warning).
 
 ``load_weights`` also reads the files tapeflow wrote before (a ``weights``
 group keyed by ``weight_keys``) and whole-model files (``model.save``,

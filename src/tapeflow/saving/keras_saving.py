@@ -25,6 +25,10 @@ defined in code that is not importable here), it returns a
 ``SavedGraphModel`` instead: the saved weights in new Variables and the saved
 graph, which predicts and differentiates (to any order, through the custom
 gradients' saved gradient graphs) like the model that was saved.
+
+A ``.keras`` file Keras 3 wrote (a zip archive, read by ``keras_archive``) is loaded as
+Keras loads it: the model from its ``config.json`` (``keras3_config`` reads Keras 3's
+spellings), compiled from its ``compile_config``, its ``model.weights.h5`` by Keras's layout.
 """
 import contextlib
 import inspect
@@ -404,8 +408,8 @@ def _load_keras_archive(filepath, custom_objects, compile):
         where = archive.where
         weights = archive.weights_path
         expected = [] if weights is None else weights_io.stored_weight_shapes(weights)
-        config = from_keras3(archive.config)
         try:
+            config = from_keras3(archive.config)
             with custom_object_scope(dict(custom_objects or {})), \
                     _budget_for_stored(expected, where):
                 model = _rebuild(config, custom_objects)
