@@ -324,12 +324,7 @@ def _restore_optimizer(model, doc, arrays, where):
         state[key] = arrays.get(pair[1]["$array"], f"optimizer state '{key}'")
     if doc.get("config") is None:
         return
-    if type(model).compile is not model_class("Model").compile:  # Keras's compile_from_config
-        warnings.warn("`compile()` was not called as part of model loading because the model's "
-                      "`compile()` method is custom. All subclassed Models that have "
-                      "`compile()` overridden should also override `get_compile_config()` and "
-                      "`compile_from_config(config)`. Alternatively, you can call `compile()` "
-                      "manually after loading.", stacklevel=4)
+    if _compile_is_custom(model):
         return
     try:
         optimizer = optimizers.deserialize(doc["config"])
@@ -432,15 +427,23 @@ def _load_keras_archive(filepath, custom_objects, compile):
     return model
 
 
+def _compile_is_custom(model):
+    """Whether ``model`` overrides ``compile``, which a load then does not call (Keras's
+    ``compile_from_config`` warns so)."""
+    if type(model).compile is model_class("Model").compile:
+        return False
+    warnings.warn("`compile()` was not called as part of model loading because the model's "
+                  "`compile()` method is custom. All subclassed Models that have "
+                  "`compile()` overridden should also override `get_compile_config()` and "
+                  "`compile_from_config(config)`. Alternatively, you can call `compile()` "
+                  "manually after loading.", stacklevel=5)
+    return True
+
+
 def _compile_from_config(model, config):
     """Keras's ``compile_from_config``: ``compile(**config)``, each object by name only."""
     from .. import optimizers
-    if type(model).compile is not model_class("Model").compile:
-        warnings.warn("`compile()` was not called as part of model loading because the model's "
-                      "`compile()` method is custom. All subclassed Models that have "
-                      "`compile()` overridden should also override `get_compile_config()` and "
-                      "`compile_from_config(config)`. Alternatively, you can call `compile()` "
-                      "manually after loading.", stacklevel=4)
+    if _compile_is_custom(model):
         return
     loss = config.get("loss")
     model.compile(optimizer=optimizers.deserialize(config.get("optimizer") or "rmsprop"),
