@@ -298,18 +298,19 @@ def _tamper(path, how, tmp_path):
             layout_ = h5py.VirtualLayout(shape=value.shape, dtype=value.dtype)
             layout_[...] = h5py.VirtualSource(f["source"])
             group.create_virtual_dataset("0", layout_)
-        elif how == "no checksum":
-            group.create_dataset("0", data=value)
+        elif how == "wrong checksum":  # the checksum a file carries is checked
+            group.create_dataset("0", data=value + 1)
+            group["0"].attrs["checksum"] = np.bytes_("0" * 64)
         elif how == "string dtype":
             group.create_dataset("0", data=np.array([b"abc"] * value.shape[0]))
-        elif how == "altered bytes":
-            group.create_dataset("0", data=value + 1, chunks=True, fletcher32=False)
+        elif how == "compressed":
+            group.create_dataset("0", data=value, chunks=True, compression="gzip")
 
 
 @pytest.mark.parametrize("how, message", [
     ("soft link", "link to elsewhere"), ("external link", "link to elsewhere"),
     ("external storage", "outside the file"), ("virtual dataset", "outside the file"),
-    ("no checksum", "checksum"), ("string dtype", "dtype"), ("altered bytes", "checksum")])
+    ("wrong checksum", "checksum"), ("string dtype", "dtype"), ("compressed", "compressed")])
 def test_hardening_checks_refuse_a_tampered_file(how, message, tmp_path):
     path = tmp_path / "w.weights.h5"
     model = keras.Sequential([keras.Input(shape=(4,)), Dense(3), Dense(2)])

@@ -290,6 +290,12 @@ class MultiHeadAttention(Layer):
                                               (heads, self.value_dim) + tuple(out))
         self.built = True
 
+    # Keras's public names for the projections (a Keras 3 weights file is keyed by them)
+    query_dense = property(lambda self: self._query_dense)
+    key_dense = property(lambda self: self._key_dense)
+    value_dense = property(lambda self: self._value_dense)
+    output_dense = property(lambda self: self._output_dense)
+
     def _projection(self, name, mode, kernel_shape):
         with name_scope(name):
             return _Projection(name, mode, kernel_shape, self.use_bias,

@@ -11,7 +11,10 @@ does.  A compiled model's optimizer state is ``optimizer/vars/<i>`` in
 ``class_name``, so the state is read into a model compiled with an optimizer of
 that class (skipped with a warning for another class, ignored for a model not
 compiled).  Every dataset is written with a checksum and read back with the
-saved format's checks (``saving.format.read_checked_dataset``).
+saved format's checks (``saving.format.dataset_header``); a file Keras 3 wrote carries no
+checksums (a checksum that is there is checked) and names neither its optimizer's variables
+nor its class: they are read by position into this optimizer, built for the model's trainable
+variables as Keras builds it, where their count and shapes fit (else Keras's warning).
 
 ``load_weights`` also reads the files tapeflow wrote before (a ``weights``
 group keyed by ``weight_keys``) and whole-model files (``model.save``,
@@ -38,7 +41,7 @@ from ..serialization import snake_case
 from . import weights_legacy
 from .weights_tree import LayerWeights, layer_tree, own_variables
 
-__all__ = ["save_weights", "load_weights", "weight_keys"]
+__all__ = ["save_weights", "load_weights", "weight_keys", "stored_weight_shapes"]
 
 _MAX_GROUP_DEPTH = 64
 
@@ -187,11 +190,16 @@ def _layout(model, filepath):
 
 def _read_tree(f, model, where):
     units, paths = [], set()
-    for path, layer in layer_tree(model):
+    # tapeflow named a class "conv2_d" where Keras names it "conv2d" before: both are read
+    for (path, layer), (old_path, _) in zip(layer_tree(model),
+                                            layer_tree(model, naming=snake_case)):
         vars_path = f"{path}/vars" if path else "vars"
         paths.add(vars_path)
         variables = own_variables(layer)
         group = _group_at(f, vars_path, where)
+        if group is None and old_path != path:
+            paths.add(f"{old_path}/vars")
+            group = _group_at(f, f"{old_path}/vars", where)
         stored = None if group is None else _numbered(group, vars_path, where)
         if variables or stored:
             units.append(LayerWeights(vars_path, layer.name, variables, stored))
@@ -205,10 +213,20 @@ def _read_tree(f, model, where):
         if all(isinstance(n, str) for n in names):
             state = {fmt.check_name(n, f"{where}: optimizer state"): value
                      for n, value in zip(names, values)}
-        else:
-            warnings.warn(f"load_weights: {where}'s optimizer variables are not named (not "
-                          f"written by tapeflow); only the weights were loaded", stacklevel=5)
+        else:  # Keras 3 wrote it: its variables by position, in optimizer.variables order
+            state = values
     return units, extra, state, class_name
+
+
+def stored_weight_shapes(filepath):
+    """``[(shape, dtype), ...]`` of every layer variable in a weights file of Keras 3's layout
+    (HDF5 metadata only, no data read; the optimizer's left out): what a config rebuilt
+    beside it may make (``layers.weight_budget``)."""
+    import h5py
+    with reading(filepath), h5py.File(filepath, "r") as f:
+        return [(tuple(stored.shape), stored.dtype)
+                for path in _vars_groups(f, "", filepath, 0) if path != "optimizer/vars"
+                for stored in _numbered(_group_at(f, path, filepath), path, filepath)]
 
 
 def _group_at(f, path, where):
@@ -237,7 +255,8 @@ def _numbered(group, path, where):
     names.sort(key=lambda n: (len(n), n))
     if names != [str(i) for i in range(len(names))]:
         raise fmt.LoadError(f"{where}: {path} holds {names[:8]}, not datasets numbered 0, 1, ...")
-    return [fmt.dataset_header(group, n, where, f"{path}/{n}") for n in names]
+    return [fmt.dataset_header(group, n, where, f"{path}/{n}", checksummed=fmt.IF_PRESENT)
+            for n in names]
 
 
 def _vars_groups(group, path, where, depth):
@@ -267,7 +286,11 @@ def _optimizer_plan(model, state, class_name, filepath, skip_mismatch):
     optimizer = getattr(model, "optimizer", None)
     if state is None or optimizer is None:
         return []
-    if class_name != type(optimizer).__name__:
+    if isinstance(state, list):
+        state = _by_position(model, optimizer, state, filepath)
+        if state is None:
+            return []
+    elif class_name != type(optimizer).__name__:
         warnings.warn(f"load_weights: {filepath} holds optimizer state of class {class_name}, "
                       f"but model '{model.name}' is compiled with {type(optimizer).__name__}: "
                       f"only the weights were loaded.", stacklevel=4)
@@ -281,6 +304,28 @@ def _optimizer_plan(model, state, class_name, filepath, skip_mismatch):
             return []
         raise ValueError(f"load_weights: {filepath} does not match model '{model.name}': "
                          f"{err}") from None
+
+
+def _by_position(model, optimizer, stored, filepath):
+    """A Keras 3 file's optimizer variables (unnamed, in Keras's ``optimizer.variables``
+    order: iterations, learning rate, each trainable variable's slots in turn, as tapeflow's
+    order is) keyed by this optimizer's names, built for the model's trainable variables as
+    Keras builds it; None, with Keras's warning, where the counts or shapes differ."""
+    if not optimizer.built:
+        optimizer.build(model.trainable_variables)
+    state = optimizer.get_state()
+    shapes = [tuple(np.shape(v)) for v in state.values()]
+    if len(stored) != len(state):
+        warnings.warn(f"Skipping variable loading for optimizer '{optimizer.name}', because it "
+                      f"has {len(state)} variables whereas the saved optimizer ({filepath}) "
+                      f"has {len(stored)} variables.", stacklevel=5)
+        return None
+    if shapes != [tuple(s.shape) for s in stored]:
+        warnings.warn(f"Skipping variable loading for optimizer '{optimizer.name}': the shapes "
+                      f"of its variables {shapes} are not those in {filepath} "
+                      f"{[tuple(s.shape) for s in stored]}.", stacklevel=5)
+        return None
+    return dict(zip(state, stored))
 
 
 def _read_state(model, state):

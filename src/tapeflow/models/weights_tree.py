@@ -15,16 +15,21 @@ weights::
 A layer's own variables are numbered ``0, 1, ...``: the trainable ones, then the
 others, each in the order the layer made them.  A layer met twice (a shared
 layer) is written once, where it is first met.  Attributes are visited in
-sorted order, private ones (``_name``) last, as Keras's ``_name_key`` orders them.
+sorted order, private ones (``_name``) last, as Keras's ``_name_key`` orders them; a
+property a layer class defines counts as an attribute, as Keras walks ``dir(layer)``
+(MultiHeadAttention's ``query_dense`` names the layer it keeps in ``_query_dense``).
+Class names become path names by Keras's ``to_snake_case`` (``Conv2D`` is ``conv2d``);
+``layer_tree(model, naming=snake_case)`` gives the paths tapeflow wrote before it did.
 """
+import re
+
 import numpy as np
 
 from ..dtypes import is_float_dtype
 from ..layers.base import Layer
-from ..serialization import snake_case
 from .model_classes import model_class
 
-__all__ = ["layer_tree", "own_variables", "LayerWeights"]
+__all__ = ["layer_tree", "keras_snake_case", "own_variables", "LayerWeights"]
 
 # Base attributes that hold layers already reached another way (or never hold one).
 _SKIPPED = frozenset({"_tracked_layers", "_own_weights", "_inbound_nodes", "_nodes",
@@ -37,11 +42,19 @@ def own_variables(layer):
     return [v for v in own if v.trainable] + [v for v in own if not v.trainable]
 
 
-def layer_tree(model):
+def keras_snake_case(name):
+    """Keras 3's ``naming.to_snake_case``: "Conv2D" -> "conv2d", "MaxPooling2D" ->
+    "max_pooling2d" (a digit before a capital is not split, unlike layer names)."""
+    name = re.sub(r"\W+", "", name)
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def layer_tree(model, naming=keras_snake_case):
     """``[(inner path, layer), ...]``: every layer of ``model`` (itself first, path ``""``) at
     the place Keras 3 writes its variables, each layer once."""
     out, seen = [], set()
-    _visit(model, "", out, seen)
+    _visit(model, "", out, seen, naming)
     return out
 
 
@@ -49,7 +62,7 @@ def _join(path, name):
     return f"{path}/{name}" if path else name
 
 
-def _visit(layer, path, out, seen):
+def _visit(layer, path, out, seen, naming):
     if id(layer) in seen:
         return
     seen.add(id(layer))
@@ -57,27 +70,48 @@ def _visit(layer, path, out, seen):
     for name, child in _children(layer):
         where = _join(path, name)
         if isinstance(child, Layer):
-            _visit(child, where, out, seen)
+            _visit(child, where, out, seen, naming)
         else:
-            _visit_container(child, where, out, seen, set())
+            _visit_container(child, where, out, seen, set(), naming)
     # a layer tracked without an attribute (``_track`` called directly): still saved
     left = [c for c in layer._tracked_layers if id(c) not in seen]
     if left:
-        _visit_container(left, _join(path, "layers"), out, seen, set())
+        _visit_container(left, _join(path, "layers"), out, seen, set(), naming)
 
 
 def _children(layer):
     """Keras's ``_walk_saveable``: a Sequential's or functional model's ``layers`` first, then
-    the attributes holding layers, by name, private ones last."""
+    the attributes (and the properties of the layer's own classes) holding layers, by name,
+    private ones last."""
     if isinstance(layer, (model_class("Sequential"), model_class("Functional"))):
         yield "layers", list(layer._tracked_layers)
-    for name in sorted(vars(layer), key=lambda n: f"~{n}" if n.startswith("_") else n):
+    names = set(vars(layer)) | _own_properties(type(layer))
+    for name in sorted(names, key=lambda n: f"~{n}" if n.startswith("_") else n):
         if name in _SKIPPED:
             continue
-        value = vars(layer)[name]
+        if name in vars(layer):
+            value = vars(layer)[name]
+        else:
+            try:
+                value = getattr(layer, name)
+            except Exception:  # noqa: BLE001 - Keras skips a property that raises, too
+                continue
         if isinstance(value, Layer) or (isinstance(value, (list, tuple, dict))
                                         and _holds_layer(value)):
             yield name, value
+
+
+def _own_properties(cls):
+    """Public properties defined by ``cls`` and its bases below tapeflow's model and layer
+    classes (Keras skips what a bare Layer has)."""
+    bases = {Layer, model_class("Model"), model_class("Sequential"), model_class("Functional")}
+    found = set()
+    for klass in cls.__mro__:
+        if klass in bases or not issubclass(klass, Layer):
+            break
+        found.update(n for n, v in vars(klass).items()
+                     if isinstance(v, property) and not n.startswith("_"))
+    return found
 
 
 def _holds_layer(container, depth=0):
@@ -87,7 +121,7 @@ def _holds_layer(container, depth=0):
         for v in items)
 
 
-def _visit_container(container, path, out, seen, containers):
+def _visit_container(container, path, out, seen, containers, naming):
     """Keras's ``_save_container_state``: items named by class (``dense``, ``dense_1``), nested
     containers ``container``, ``container_1``."""
     if id(container) in containers:
@@ -97,10 +131,11 @@ def _visit_container(container, path, out, seen, containers):
     items = container.values() if isinstance(container, dict) else container
     for item in items:
         if isinstance(item, Layer):
-            _visit(item, _join(path, _unique(snake_case(type(item).__name__), used)), out, seen)
+            _visit(item, _join(path, _unique(naming(type(item).__name__), used)), out, seen,
+                   naming)
         elif isinstance(item, (list, tuple, dict)):
             _visit_container(item, _join(path, _unique("container", used)), out, seen,
-                             containers)
+                             containers, naming)
 
 
 def _unique(name, used):

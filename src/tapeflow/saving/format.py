@@ -64,7 +64,8 @@ from .h5_attributes import read_attribute, text
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "LIMITS", "LoadError", "SaveError", "ArrayWriter",
            "encode_graph", "decode_graph", "write", "read", "check_name", "DTYPES",
-           "create_checked_dataset", "read_checked_dataset", "dataset_header", "StoredArray"]
+           "create_checked_dataset", "read_checked_dataset", "dataset_header", "StoredArray",
+           "IF_PRESENT"]
 
 FORMAT = "tapeflow.saved"
 FORMAT_VERSION = 1
@@ -407,11 +408,17 @@ def _plain_dataset(f, name, where):
     return ds
 
 
+# ``checksummed=IF_PRESENT``: a checksum the dataset carries is checked, none is required (a
+# file Keras 3 wrote has none; the checksum guards against damage, not against a crafted file)
+IF_PRESENT = "if present"
+
+
 def _read_checked(ds, where, name, checksummed=True):
-    """The data of ``ds``, read only once it is known to be a plain stored array: checksummed,
-    not compressed, and with every byte it declares present in the file (a sparse or
-    compressed dataset could make a small file allocate gigabytes)."""
-    if checksummed and ds.chunks is not None and not ds.fletcher32:
+    """The data of ``ds``, read only once it is known to be a plain stored array: checksummed
+    (``checksummed``: True, False or ``IF_PRESENT``), not compressed, and with every byte it
+    declares present in the file (a sparse or compressed dataset could make a small file
+    allocate gigabytes)."""
+    if checksummed is True and ds.chunks is not None and not ds.fletcher32:
         raise LoadError(f"{where}: dataset {name!r} has no checksum filter (a save always has)")
     if ds.compression is not None or ds.shuffle or ds.scaleoffset is not None:
         raise LoadError(f"{where}: dataset {name!r} is compressed or filtered, which a save "
@@ -431,6 +438,8 @@ def _read_checked(ds, where, name, checksummed=True):
                         f"cannot be read): {e}") from None
     if checksummed and ds.chunks is None:
         stored = _string_attr(ds, "checksum", where)
+        if stored is None and checksummed == IF_PRESENT:
+            return np.asarray(data)
         if stored is None or \
                 hashlib.sha256(np.array(data, order="C").tobytes()).hexdigest() != stored:
             raise LoadError(f"{where}: dataset {name!r} does not match its checksum")
@@ -523,7 +532,8 @@ def read_checked_dataset(group, name, where, what=None, checksummed=True):
     """``group[name]`` as a numpy array, read the way a save's arrays are: a hard-linked,
     in-file, checksummed, uncompressed dataset of a known dtype, within the size limits,
     all checked before its data is read.  ``checksummed=False`` only for files written
-    before tapeflow checksummed them (the other checks stay)."""
+    before tapeflow checksummed them, ``IF_PRESENT`` for Keras 3's weights files (the other
+    checks stay)."""
     return dataset_header(group, name, where, what, checksummed).read()
 
 

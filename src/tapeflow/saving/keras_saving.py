@@ -25,6 +25,10 @@ defined in code that is not importable here), it returns a
 ``SavedGraphModel`` instead: the saved weights in new Variables and the saved
 graph, which predicts and differentiates (to any order, through the custom
 gradients' saved gradient graphs) like the model that was saved.
+
+A ``.keras`` file Keras 3 wrote (a zip archive, read by ``keras_archive``) is loaded as
+Keras loads it: the model from its ``config.json`` (``keras3_config`` reads Keras 3's
+spellings), compiled from its ``compile_config``, its ``model.weights.h5`` by Keras's layout.
 """
 import contextlib
 import inspect
@@ -44,6 +48,8 @@ from ..tracing.function import TensorSpec, function
 from . import format as fmt
 from .damaged import reading
 from .format import LoadError, SaveError
+from .keras3_config import from_keras3
+from .keras_archive import WEIGHTS, is_keras_archive, open_keras_archive
 from .compile_config import decode_loss, decode_metrics, encode_metrics
 from .saved_model import encode_concrete, read_contents
 
@@ -318,12 +324,7 @@ def _restore_optimizer(model, doc, arrays, where):
         state[key] = arrays.get(pair[1]["$array"], f"optimizer state '{key}'")
     if doc.get("config") is None:
         return
-    if type(model).compile is not model_class("Model").compile:  # Keras's compile_from_config
-        warnings.warn("`compile()` was not called as part of model loading because the model's "
-                      "`compile()` method is custom. All subclassed Models that have "
-                      "`compile()` overridden should also override `get_compile_config()` and "
-                      "`compile_from_config(config)`. Alternatively, you can call `compile()` "
-                      "manually after loading.", stacklevel=4)
+    if _compile_is_custom(model):
         return
     try:
         optimizer = optimizers.deserialize(doc["config"])
@@ -343,7 +344,10 @@ def _restore_optimizer(model, doc, arrays, where):
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
-    """The model saved at ``filepath`` (see the module's docstring for how it is rebuilt)."""
+    """The model saved at ``filepath`` (see the module's docstring for how it is rebuilt),
+    or written by Keras 3 (a ``.keras`` zip archive: ``_load_keras_archive``)."""
+    if is_keras_archive(filepath):
+        return _load_keras_archive(filepath, custom_objects, compile)
     with reading(filepath):
         document, arrays = fmt.read(filepath)
         where = str(filepath)
@@ -386,6 +390,67 @@ def _load_document(document, arrays, where, custom_objects, compile):
     if compile and optimizer_doc is not None:
         _restore_optimizer(model, optimizer_doc, arrays, where)
     return model
+
+
+def _load_keras_archive(filepath, custom_objects, compile):
+    """A model from Keras 3's ``.keras`` archive, as Keras's ``load_model`` builds it: the
+    model from ``config.json`` (Keras 3's spellings read by ``keras3_config``; classes by
+    name only, under the weight budget of the stored arrays), compiled from its
+    ``compile_config`` (with ``compile``), then ``model.weights.h5`` loaded by Keras's layout
+    (the optimizer's variables too where they fit, else Keras's warning)."""
+    from ..models import weights_io
+    with open_keras_archive(filepath) as archive:
+        where = archive.where
+        weights = archive.weights_path
+        expected = [] if weights is None else weights_io.stored_weight_shapes(weights)
+        try:
+            config = from_keras3(archive.config)
+            with custom_object_scope(dict(custom_objects or {})), \
+                    _budget_for_stored(expected, where):
+                model = _rebuild(config, custom_objects)
+                build_shape = (archive.config.get("build_config") or {}).get("input_shape")
+                if not model.built and build_shape is not None:
+                    _build(model, fmt._shape(build_shape, where, "build_config's input_shape"))
+                compile_config = config.get("compile_config")
+                if compile and isinstance(compile_config, dict) and compile_config:
+                    _compile_from_config(model, compile_config)
+        except LoadError:
+            raise
+        except (ValueError, TypeError, KeyError, LookupError) as e:
+            raise LoadError(f"{where}: config.json: cannot build the model it describes: "
+                            f"{e}") from None
+        if weights is not None:
+            try:
+                weights_io.load_weights(model, weights)
+            except ValueError as e:  # named as the archive's member, not the temporary copy
+                raise LoadError(str(e).replace(weights, f"{where}/{WEIGHTS}")) from None
+    return model
+
+
+def _compile_is_custom(model):
+    """Whether ``model`` overrides ``compile``, which a load then does not call (Keras's
+    ``compile_from_config`` warns so)."""
+    if type(model).compile is model_class("Model").compile:
+        return False
+    warnings.warn("`compile()` was not called as part of model loading because the model's "
+                  "`compile()` method is custom. All subclassed Models that have "
+                  "`compile()` overridden should also override `get_compile_config()` and "
+                  "`compile_from_config(config)`. Alternatively, you can call `compile()` "
+                  "manually after loading.", stacklevel=5)
+    return True
+
+
+def _compile_from_config(model, config):
+    """Keras's ``compile_from_config``: ``compile(**config)``, each object by name only."""
+    from .. import optimizers
+    if _compile_is_custom(model):
+        return
+    loss = config.get("loss")
+    model.compile(optimizer=optimizers.deserialize(config.get("optimizer") or "rmsprop"),
+                  loss=None if loss is None else decode_loss(loss)[0],
+                  loss_weights=config.get("loss_weights"),
+                  metrics=decode_metrics(config.get("metrics")),
+                  weighted_metrics=decode_metrics(config.get("weighted_metrics")))
 
 
 @contextlib.contextmanager

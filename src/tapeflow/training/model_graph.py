@@ -207,9 +207,14 @@ def _shape(tensor):
 def build_keras_config(spec, where, base_dir, key="model.keras_config"):
     """The model a Keras model config describes (``spec``: the mapping, or a file's path)."""
     from ..models.model_classes import layer_classes
+    from ..saving.keras3_config import from_keras3
     from ..serialization import deserialize
 
     doc = _read_keras_config(spec, where, base_dir, key) if isinstance(spec, str) else spec
+    try:
+        doc = from_keras3(doc)  # a config Keras 3 wrote: its spellings, as tapeflow's
+    except ValueError as e:
+        raise ConfigError(f"{where}: {key}: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("class_name"), str) \
             or not isinstance(doc.get("config"), dict):
         raise ConfigError(f"{where}: {key}: a model config is a mapping {{class_name: ..., "
