@@ -16,7 +16,7 @@ import math
 from ..core.dispatch import apply
 from ..core.registry import def_primitive
 from ..core.tape import GradientTape
-from ._util import array_module, as_tensor
+from ._util import array_module, as_tensor, trailing_sum
 from .creation import zeros_like
 from .elementwise import identity, rsqrt
 from .reduce import reduce_mean, reduce_sum
@@ -31,10 +31,10 @@ def _axes(n):
 
 def _layer_norm_forward(x, gamma, beta, *, axes_count, epsilon):
     xp = array_module(x, gamma, beta)
-    axes = _axes(axes_count)
-    mean = xp.mean(x, axis=axes, keepdims=True)
+    count = math.prod(x.shape[-axes_count:])
+    mean = trailing_sum(x, axes_count) / count
     y = xp.subtract(x, mean)
-    variance = xp.mean(xp.square(y), axis=axes, keepdims=True)
+    variance = trailing_sum(xp.square(y), axes_count) / count
     rstd = 1.0 / xp.sqrt(variance + epsilon)
     y *= rstd   # in place: the centered input becomes the normalized one, then the output
     y *= gamma
@@ -46,7 +46,6 @@ def _layer_norm_grad_forward(x, gamma, mean, rstd, dy, dmean, drstd, *, axes_cou
     """``(dx, dgamma, dbeta)``; ``dy`` (and ``dmean``, ``drstd``) may carry extra leading
     axes (a jacobian's rows), which ``dgamma`` and ``dbeta`` keep."""
     xp = array_module(x, dy)
-    axes = _axes(axes_count)
     count = math.prod(x.shape[-axes_count:])
     rows = tuple(range(dy.ndim - x.ndim, dy.ndim - axes_count))  # summed for gamma and beta
     xhat = xp.subtract(x, mean)
@@ -56,9 +55,9 @@ def _layer_norm_grad_forward(x, gamma, mean, rstd, dy, dmean, drstd, *, axes_cou
     dgamma = xp.sum(dx, axis=rows)
     # the statistics' own cotangents fold into the two row terms (see _layer_norm_grad_ops)
     dx *= gamma
-    shift = xp.mean(dx, axis=axes, keepdims=True) + drstd * (rstd / count)
+    shift = (trailing_sum(dx, axes_count) + drstd * rstd) / count
     dx = xp.multiply(dy, gamma)
-    centre = xp.mean(dx, axis=axes, keepdims=True) - dmean / (count * rstd)
+    centre = (trailing_sum(dx, axes_count) - dmean / rstd) / count
     dx -= centre
     dx -= xhat * shift
     dx *= rstd

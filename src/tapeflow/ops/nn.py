@@ -11,7 +11,7 @@ from ..core.context import context
 from ..core.dispatch import apply
 from ..core.registry import def_primitive
 from ..core.tensor import Tensor
-from ._util import array_module, as_tensor, binary_operands, one_axis
+from ._util import array_module, as_tensor, binary_operands, one_axis, trailing_sum
 from .arithmetic import greater_equal, less, logical_or, maximum
 from .creation import one_hot
 from .elementwise import erf, exp, rsqrt, sigmoid, stop_gradient, tanh
@@ -29,8 +29,10 @@ __all__ = [
 
 def _softmax_forward(x, axis):
     xp = array_module(x)
-    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
-    return e / xp.sum(e, axis=axis, keepdims=True)
+    e = xp.subtract(x, xp.max(x, axis=axis, keepdims=True))
+    xp.exp(e, out=e)  # in place: one array, not three (issue 22: attention's scores)
+    e /= trailing_sum(e) if axis == -1 else xp.sum(e, axis=axis, keepdims=True)
+    return e
 
 
 def _log_softmax_forward(x, axis):
