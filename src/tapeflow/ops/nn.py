@@ -11,7 +11,8 @@ from ..core.context import context
 from ..core.dispatch import apply
 from ..core.registry import def_primitive
 from ..core.tensor import Tensor
-from ._util import array_module, as_tensor, binary_operands, one_axis, trailing_sum
+from ._util import BLAS_ROW_SUM_MAX, array_module, as_tensor, binary_operands, one_axis, \
+    trailing_sum
 from .arithmetic import greater_equal, less, logical_or, maximum
 from .creation import one_hot
 from .linalg import matmul
@@ -54,7 +55,7 @@ def _sum_kept(x, axis):
     attention's scores, issue 22), which differentiates again as a matmul."""
     value = x._value
     if axis != -1 or value.ndim < 2 or value.dtype not in (np.float32, np.float64) or \
-            value.shape[-1] == 0:
+            not 0 < value.shape[-1] <= BLAS_ROW_SUM_MAX:  # long rows: numpy's pairwise sum
         return reduce_sum(x, axis=axis, keepdims=True)
     ones = backend.module_of(value).ones((value.shape[-1], 1), dtype=value.dtype)
     return matmul(x, Tensor(ones))  # on x's device, or a trace's
