@@ -81,3 +81,27 @@ def test_a_model_of_them_trains_traced_as_eagerly_and_reloads(tmp_path):
     traced.save(tmp_path / "m.keras")
     loaded = tf.keras.models.load_model(tmp_path / "m.keras")
     np.testing.assert_array_equal(loaded.predict(x), traced.predict(x))
+
+
+def test_layer_normalization_correctness_on_offset_data():
+    """Keras: LayerNormalizationTest::test_correctness (its values: data of mean 5 and scale
+    10 come out with mean 0 and std 1, to 1e-1)."""
+    layer = LayerNormalization(dtype="float32")
+    layer.build((2, 2, 2))
+    inputs = np.random.default_rng(2).normal(loc=5.0, scale=10.0,
+                                             size=(1000, 2, 2, 2)).astype("float32")
+    out = (layer(inputs) - layer.beta) / layer.gamma
+    np.testing.assert_allclose(tf.reduce_mean(out).numpy(), 0.0, atol=1e-1)
+    np.testing.assert_allclose(tf.math.reduce_std(out).numpy(), 1.0, atol=1e-1)
+
+
+def test_layer_normalization_unsorted_axes_and_no_rows():
+    """Keras: LayerNormalizationTest::test_unsorted_axis, and test_ln_basics's input of shape
+    (1, 0, 10): no rows to normalize."""
+    x = np.random.default_rng(3).normal(size=(2, 3, 4)).astype("float32")
+    out_sorted = LayerNormalization(axis=[-2, -1])(x)
+    out_unsorted = LayerNormalization(axis=[-1, -2])(x)
+    assert tuple(out_unsorted.shape) == (2, 3, 4)
+    np.testing.assert_allclose(out_sorted.numpy(), out_unsorted.numpy(), atol=1e-6)
+    empty = LayerNormalization()(np.zeros((1, 0, 10), np.float32))
+    assert tuple(empty.shape) == (1, 0, 10)

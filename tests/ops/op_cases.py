@@ -1538,6 +1538,38 @@ for _kind, _op in (("simple_rnn", "SimpleRNN"), ("lstm", "LSTM"), ("gru", "GRU")
          _rnn_sequence_spec(_kind, small=True), uniform(-1.5, 1.5),
          note="back through time in one op; second order through the unrolled form")
 
+# --- layer normalization (src/tapeflow/ops/layer_norm.py; the layer in tests/layers) ------------
+def _layer_norm_spec(small=False):
+    def spec(draw):  # small: the gradient op's checks differentiate nested tapes
+        # sides from 2: a variance away from 0 (the derivatives grow as its powers)
+        tail = draw(shape_st(1, 1 if small else 2, min_side=2, max_side=3))
+        rows = draw(shape_st(1, 1 if small else 2, max_side=2 if small else 3))
+        return {"axes_count": len(tail)}, [rows + tail, tail, tail]
+    return spec
+
+
+def _layer_norm(x, gamma, beta, axes_count):
+    """All three outputs: the statistics' own gradients go through LayerNormGrad too."""
+    from tapeflow.ops.layer_norm import layer_norm
+    return list(layer_norm(x, gamma, beta, axes_count, epsilon=1e-3))
+
+
+def _layer_norm_gradient(x, gamma, beta, axes_count):
+    """LayerNormGrad as a function of the op's inputs (a fixed smooth cotangent of each
+    output, the statistics' included)."""
+    with tf.GradientTape() as tape:
+        tape.watch([x, gamma, beta])
+        total = tf.add_n([tf.reduce_sum(tf.sin(o)) for o in _layer_norm(x, gamma, beta,
+                                                                          axes_count)])
+    return tape.gradient(total, [x, gamma, beta])
+
+
+case("layer_norm", "LayerNorm", _layer_norm, _layer_norm_spec(),
+     note="over the last one or two axes; mean and 1/sqrt(variance + epsilon) outputs too")
+case("layer_norm_grad", "LayerNormGrad", _layer_norm_gradient, _layer_norm_spec(small=True),
+     rtol=1e-5, note="one op back; second order through the same formula in ops (a third "
+     "derivative of the layer norm: central differences of it reach ~1e-6 relative)")
+
 # =================================================================================================
 # Ops without a gradient
 # =================================================================================================

@@ -17,6 +17,7 @@ from ..core.tensor import Tensor, convert_to_tensor
 from ..dtypes import is_float_dtype
 from ..ops.arithmetic import not_equal
 from ..ops.elementwise import rsqrt, square
+from ..ops.layer_norm import layer_norm
 from ..ops.nn import moments
 from ..ops.reduce import reduce_sum
 from ..ops.shape import broadcast_to, cast, expand_dims, reshape, where
@@ -134,6 +135,12 @@ class LayerNormalization(Layer):
 
     def call(self, inputs):
         inputs, compute = _statistics_dtype(inputs)
+        trailing = self._axes == list(range(inputs.ndim - len(self._axes), inputs.ndim))
+        if self.gamma is not None and self.beta is not None and trailing and \
+                len(self._axes) < inputs.ndim:  # the common case: one fused op
+            out, _, _ = layer_norm(inputs, _like(self.gamma, inputs), _like(self.beta, inputs),
+                                   len(self._axes), self.epsilon)
+            return _like(out, compute)
         mean, variance = moments(inputs, axes=self._axes, keepdims=True)
         inv = rsqrt(variance + self.epsilon)
         out = inputs * inv if self.rms_scaling else (inputs - mean) * inv

@@ -12,7 +12,7 @@ from .onnx_array_ops import ARRAY_CONVERTERS
 __all__ = ["OPSET", "CONVERTERS"]
 
 # 17: Softmax on one axis (13+), ReduceMean's axes still an attribute (an input from 18),
-# LayerNormalization not needed (the traced graph spells it out).  onnxruntime runs it.
+# LayerNormalization with its mean and inverse deviation (17+).  onnxruntime runs it.
 OPSET = 17
 
 # Ops whose ONNX node is the same computation under another name, attributes copied as given.
@@ -54,6 +54,13 @@ def convert_leaky_relu(emit, eqn, inputs):
 
 def convert_softmax(emit, eqn, inputs):
     return [emit.node("Softmax", inputs, axis=int(eqn.attrs.get("axis", -1)))]
+
+
+def convert_layer_norm(emit, eqn, inputs):
+    """tapeflow's LayerNorm is ONNX's LayerNormalization: the same three outputs (the statistics
+    with the normalized axes kept as 1s)."""
+    return emit.node("LayerNormalization", inputs, outputs=3,
+                     axis=-int(eqn.attrs["axes_count"]), epsilon=float(eqn.attrs["epsilon"]))
 
 
 def convert_matmul(emit, eqn, inputs):
@@ -161,6 +168,6 @@ CONVERTERS.update({
     "All": _reduce_bool("ReduceMin"), "NotEqual": convert_not_equal,
     "Cast": convert_cast, "Conv2D": convert_conv2d,
     "Conv2DBackpropInput": convert_conv2d_backprop_input, "MaxPool": _pool("MaxPool"),
-    "AvgPool": _pool("AveragePool"),
+    "AvgPool": _pool("AveragePool"), "LayerNorm": convert_layer_norm,
 })
 CONVERTERS.update(ARRAY_CONVERTERS)
