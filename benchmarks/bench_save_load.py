@@ -7,13 +7,15 @@ Issue 21 asks that the loaders' checks cost no more than 10% of these times.  Ea
 the median of ``--repeats`` calls in a child process, as wall time and as the process's CPU
 time (on a shared machine the wall time also holds the time spent waiting for a core: the
 CPU time is the steadier measure of the code's own cost, and its fastest call the least
-disturbed; a save's fsync shows only in the wall time); with ``--baseline SRC`` (another checkout's ``src``, e.g. a ``git worktree`` of
-an older commit; repeatable, ``NAME=SRC`` names a column) the same runs alternate between
-the trees, each in a fresh process, and each tree's ratio to the first baseline is printed.
+disturbed; a save's fsync shows only in the wall time).  With ``--baseline SRC`` (another
+checkout's ``src``, e.g. a ``git worktree`` of an older commit; repeatable, ``NAME=SRC``
+names a column) the same runs alternate between the trees, each in a fresh process, and
+each tree's ratio to the first baseline is printed.
 Every load is checked to give the saved model's predictions (bitwise); a tree that cannot
 save the SavedModel rows says so on stderr and shows them as failed.
 
-Usage:  python benchmarks/bench_save_load.py [--repeats 15] [--rounds 3] [--baseline [NAME=]SRC ...]
+Usage:  python benchmarks/bench_save_load.py [--repeats 15] [--rounds 3]
+            [--baseline [NAME=]SRC ...]
 """
 import argparse
 import json

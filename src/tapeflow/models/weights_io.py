@@ -36,7 +36,7 @@ from ..saving.damaged import reading
 from ..saving.h5_attributes import read_attribute, text
 from ..serialization import snake_case
 from . import weights_legacy
-from .weights_tree import LayerWeights, layer_tree, own_variables
+from .weights_tree import LayerWeights, hard_linked_entries, layer_tree, own_variables
 
 __all__ = ["save_weights", "load_weights", "weight_keys"]
 
@@ -256,12 +256,7 @@ def _groups(f, where):
     def walk(group, path, depth):
         if depth > _MAX_GROUP_DEPTH:
             raise fmt.LoadError(f"{where}: groups nested over {_MAX_GROUP_DEPTH} deep")
-        for name in group:
-            child_path = f"{path}/{name}" if path else name
-            if not isinstance(group.get(name, getlink=True), h5py.HardLink):
-                raise fmt.LoadError(f"{where}: {child_path} is a link to elsewhere, which a "
-                                    f"weights file never holds")
-            child = group[name]
+        for name, child_path, child in hard_linked_entries(group, path, where):
             if not isinstance(child, h5py.Group):
                 continue
             found[child_path] = child
