@@ -4,13 +4,18 @@
 compiled with Adam after one step, so the optimizer state is saved too).
 
 Issue 21 asks that the loaders' checks cost no more than 10% of these times.  Each timing is
-the median of ``--repeats`` calls in a child process; with ``--baseline SRC`` (another
-checkout's ``src``, e.g. a ``git worktree`` of an older commit) the same runs alternate
-between the two trees, each in a fresh process, and the ratio this tree / baseline is printed.
+the median of ``--repeats`` calls in a child process, as wall time and as the process's CPU
+time (on a shared machine the wall time also holds the time spent waiting for a core: the
+CPU time is the steadier measure of the code's own cost, and its fastest call the least
+disturbed; a save's fsync shows only in the wall time).  With ``--baseline SRC`` (another
+checkout's ``src``, e.g. a ``git worktree`` of an older commit; repeatable, ``NAME=SRC``
+names a column) the same runs alternate between the trees, each in a fresh process, and
+each tree's ratio to the first baseline is printed.
 Every load is checked to give the saved model's predictions (bitwise); a tree that cannot
 save the SavedModel rows says so on stderr and shows them as failed.
 
-Usage:  python benchmarks/bench_save_load.py [--repeats 15] [--rounds 3] [--baseline SRC]
+Usage:  python benchmarks/bench_save_load.py [--repeats 15] [--rounds 3]
+            [--baseline [NAME=]SRC ...]
 """
 import argparse
 import json
@@ -41,12 +46,14 @@ twin.compile(optimizer="adam",
 
 
 def timed(fn):
-    times = []
+    walls, cpus = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         out = fn()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2] * 1e3, out
+        cpus.append(time.process_time() - cpu)
+        walls.append(time.perf_counter() - wall)
+    return [sorted(walls)[len(walls) // 2] * 1e3, sorted(cpus)[len(cpus) // 2] * 1e3,
+            min(cpus) * 1e3], out
 
 
 with tempfile.TemporaryDirectory() as d:
@@ -83,29 +90,43 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15, help="calls per timing (median)")
     parser.add_argument("--rounds", type=int, default=3, help="fresh processes per tree")
-    parser.add_argument("--baseline", help="another checkout's src directory to compare with")
+    parser.add_argument("--baseline", action="append", default=[], metavar="[NAME=]SRC",
+                        help="another checkout's src directory to compare with (repeatable; "
+                             "ratios are to the first)")
     args = parser.parse_args(argv)
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
     trees = {"this": os.path.abspath(here)}
-    if args.baseline:
-        trees["baseline"] = os.path.abspath(args.baseline)
+    for i, spec in enumerate(args.baseline):
+        name, _, src = spec.rpartition("=")
+        trees[name or ("baseline" if i == 0 else f"baseline{i + 1}")] = os.path.abspath(src)
     runs = {name: [] for name in trees}
-    for _ in range(args.rounds):
-        for name, src in trees.items():  # alternating: the machine's drift hits both alike
-            runs[name].append(run_child(src, args.repeats))
-    medians = {name: {k: None if any(r[k] is None for r in rs) else
-                      statistics.median(r[k] for r in rs) for k in rs[0]}
-               for name, rs in runs.items()}
+    names, first = list(trees), list(trees)[1] if len(trees) > 1 else None
+    for r in range(args.rounds):
+        # alternating, each round starting with the next tree: the machine's drift, and any
+        # cost of coming first or after another, hit every tree alike
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            runs[name].append(run_child(trees[name], args.repeats))
+    for column, (clock, pick) in enumerate(
+            (("wall ms, median of the processes' medians", statistics.median),
+             ("CPU ms (the process's), median of the processes' medians", statistics.median),
+             ("CPU ms, the fastest call of all (interference only ever slows one)", min))):
+        medians = {name: {k: None if any(r[k] is None for r in rs) else
+                          pick(r[k][column] for r in rs) for k in rs[0]}
+                   for name, rs in runs.items()}
+        print(f"\n{clock}, {args.rounds} processes a tree")
+        print(f"{'':<20}" + "".join(f"{n:>12}" for n in names)
+              + "".join(f"{n + '/' + first:>20}" for n in names if first and n != first))
+        for key in medians["this"]:
+            row = f"{key:<20}" + "".join(_shown(medians[n][key]) for n in names)
+            for n in names:
+                if first and n != first:
+                    mine, theirs = medians[n][key], medians[first][key]
+                    row += f"{'-' if None in (mine, theirs) else f'{mine / theirs:.2f}x':>20}"
+            print(row)
 
-    def shown(value):
-        return f"{'failed':>12}" if value is None else f"{value:>12.2f}"
-    header = f"{'ms (median)':<20}" + "".join(f"{n:>12}" for n in trees)
-    print(header + ("   this/baseline" if args.baseline else ""))
-    for key in medians["this"]:
-        row = f"{key:<20}" + "".join(shown(medians[n][key]) for n in trees)
-        if args.baseline and None not in (medians["this"][key], medians["baseline"][key]):
-            row += f"   {medians['this'][key] / medians['baseline'][key]:>13.2f}x"
-        print(row)
+
+def _shown(value):
+    return f"{'failed':>12}" if value is None else f"{value:>12.2f}"
 
 
 if __name__ == "__main__":

@@ -324,6 +324,31 @@ def test_hardening_checks_refuse_a_tampered_file(how, message, tmp_path):
         np.testing.assert_array_equal(w, b)
 
 
+@pytest.mark.parametrize("how", ["soft link", "external link"])
+def test_a_layer_group_linked_to_elsewhere_is_refused_before_it_is_opened(how, tmp_path):
+    """The links checked by the one walk of the file's groups: a layer's whole group (not one
+    dataset) replaced by a link to a copy elsewhere."""
+    path = tmp_path / "w.weights.h5"
+    model = keras.Sequential([keras.Input(shape=(4,)), Dense(3), Dense(2)])
+    model.save_weights(path)
+    with h5py.File(path, "a") as f:
+        if how == "soft link":
+            f.copy("layers/dense", "elsewhere")
+            del f["layers/dense"]
+            f["layers/dense"] = h5py.SoftLink("/elsewhere")
+        else:
+            with h5py.File(tmp_path / "other.h5", "w") as other:
+                f.copy("layers/dense", other, "dense")
+            del f["layers/dense"]
+            f["layers/dense"] = h5py.ExternalLink(str(tmp_path / "other.h5"), "/dense")
+    twin = keras.Sequential([keras.Input(shape=(4,)), Dense(3), Dense(2)])
+    before = twin.get_weights()
+    with pytest.raises(ValueError, match=r"w\.weights\.h5: layers/dense is a link to elsewhere"):
+        twin.load_weights(path)
+    for w, b in zip(twin.get_weights(), before):
+        np.testing.assert_array_equal(w, b)
+
+
 @pytest.mark.child_process
 def test_a_new_process_loads_into_fresh_twins_bitwise(tmp_path):
     kinds = ["sequential", "functional", "subclassed"]

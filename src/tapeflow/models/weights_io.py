@@ -39,7 +39,7 @@ from ..saving.damaged import reading
 from ..saving.h5_attributes import read_attribute, text
 from ..serialization import snake_case
 from . import weights_legacy
-from .weights_tree import LayerWeights, layer_tree, own_variables
+from .weights_tree import LayerWeights, hard_linked_entries, layer_tree, own_variables
 
 __all__ = ["save_weights", "load_weights", "weight_keys", "stored_weight_shapes"]
 
@@ -158,8 +158,8 @@ def load_weights(model, filepath, skip_mismatch=False, **kwargs):
         plan = [pair for u in units if u.problem() is None for pair in u.read()]
         optimizer_plan = _optimizer_plan(model, optimizer_state, optimizer_class, filepath,
                                          skip_mismatch)
-    for v, value in plan:
-        v.assign(value.astype(v._value.dtype))
+    for v, value in plan:  # each array is fresh from the file: cast, not copied, if it fits
+        v.assign(value.astype(v._value.dtype, copy=False))
     for target, value in optimizer_plan:
         target._replace_value(value)
 
@@ -179,8 +179,9 @@ def _layout(model, filepath):
             return
         whole_model = "format" in f.attrs
         if not whole_model:
-            if "vars" in f or "layers" in f or _vars_groups(f, "", filepath, 0):
-                yield _read_tree(f, model, filepath)
+            groups = _groups(f, filepath)
+            if "vars" in f or "layers" in f or _vars_groups(groups):
+                yield _read_tree(f, groups, model, filepath)
                 return
             raise ValueError(f"load_weights: {filepath} holds no tapeflow weights")
     # a model.save / ModelCheckpoint file (read by the saved format's own checked reader)
@@ -188,7 +189,7 @@ def _layout(model, filepath):
         yield layout
 
 
-def _read_tree(f, model, where):
+def _read_tree(f, groups, model, where):
     units, paths = [], set()
     # tapeflow named a class "conv2_d" where Keras names it "conv2d" before: both are read
     for (path, layer), (old_path, _) in zip(layer_tree(model),
@@ -196,20 +197,20 @@ def _read_tree(f, model, where):
         vars_path = f"{path}/vars" if path else "vars"
         paths.add(vars_path)
         variables = own_variables(layer)
-        group = _group_at(f, vars_path, where)
+        group = _group_at(f, vars_path, where, groups)
         if group is None and old_path != path:
             paths.add(f"{old_path}/vars")
-            group = _group_at(f, f"{old_path}/vars", where)
+            group = _group_at(f, f"{old_path}/vars", where, groups)
         stored = None if group is None else _numbered(group, vars_path, where)
         if variables or stored:
             units.append(LayerWeights(vars_path, layer.name, variables, stored))
-    extra = [p for p in _vars_groups(f, "", where, 0) if p not in paths and p != "optimizer/vars"]
+    extra = [p for p in _vars_groups(groups) if p not in paths and p != "optimizer/vars"]
     state, class_name = None, None
-    group = _group_at(f, "optimizer/vars", where)
+    group = _group_at(f, "optimizer/vars", where, groups)
     if group is not None and len(group):
         class_name = text(read_attribute(group, "class_name", where))
         values = _numbered(group, "optimizer/vars", where)
-        names = [text(read_attribute(group[str(i)], "name", where)) for i in range(len(values))]
+        names = [text(value.attribute("name")) for value in values]
         if all(isinstance(n, str) for n in names):
             state = {fmt.check_name(n, f"{where}: optimizer state"): value
                      for n, value in zip(names, values)}
@@ -224,16 +225,22 @@ def stored_weight_shapes(filepath):
     beside it may make (``layers.weight_budget``)."""
     import h5py
     with reading(filepath), h5py.File(filepath, "r") as f:
+        groups = _groups(f, filepath)
         return [(tuple(stored.shape), stored.dtype)
-                for path in _vars_groups(f, "", filepath, 0) if path != "optimizer/vars"
-                for stored in _numbered(_group_at(f, path, filepath), path, filepath)]
+                for path in _vars_groups(groups) if path != "optimizer/vars"
+                for stored in _numbered(groups[path], path, filepath)]
 
 
-def _group_at(f, path, where):
-    """The group at ``path`` reached through hard links only, or None if there is none."""
+def _group_at(f, path, where, groups):
+    """The group at ``path`` reached through hard links only, or None if there is none
+    (``groups``, from ``_groups``, holds the ones already opened and their links checked)."""
     import h5py
-    group = f
+    group, reached = f, ""
     for part in path.split("/"):
+        reached = f"{reached}/{part}" if reached else part
+        if reached in groups:
+            group = groups[reached]
+            continue
         link = group.get(part, getlink=True)
         if link is None:
             return None
@@ -259,26 +266,30 @@ def _numbered(group, path, where):
             for n in names]
 
 
-def _vars_groups(group, path, where, depth):
-    """Paths of the non-empty ``vars`` groups under ``group`` (hard links only)."""
+def _groups(f, where):
+    """``{path: group}`` of the file's groups, each opened once, the ``vars`` groups' contents
+    left for ``_numbered``; every link met is checked to be a hard link (the file's whole
+    layout is walked once: ``_group_at`` and ``_vars_groups`` reuse what it opened)."""
     import h5py
-    if depth > _MAX_GROUP_DEPTH:
-        raise fmt.LoadError(f"{where}: groups nested over {_MAX_GROUP_DEPTH} deep")
-    found = []
-    for name in group:
-        child_path = f"{path}/{name}" if path else name
-        if not isinstance(group.get(name, getlink=True), h5py.HardLink):
-            raise fmt.LoadError(f"{where}: {child_path} is a link to elsewhere, which a "
-                                f"weights file never holds")
-        child = group[name]
-        if not isinstance(child, h5py.Group):
-            continue
-        if name == "vars":
-            if len(child):
-                found.append(child_path)
-        else:
-            found.extend(_vars_groups(child, child_path, where, depth + 1))
+    found = {}
+
+    def walk(group, path, depth):
+        if depth > _MAX_GROUP_DEPTH:
+            raise fmt.LoadError(f"{where}: groups nested over {_MAX_GROUP_DEPTH} deep")
+        for name, child_path, child in hard_linked_entries(group, path, where):
+            if not isinstance(child, h5py.Group):
+                continue
+            found[child_path] = child
+            if name != "vars":
+                walk(child, child_path, depth + 1)
+    walk(f, "", 0)
     return found
+
+
+def _vars_groups(groups):
+    """Paths of the non-empty ``vars`` groups among ``groups`` (from ``_groups``)."""
+    return [path for path, group in groups.items()
+            if path.rpartition("/")[2] == "vars" and len(group)]
 
 
 def _optimizer_plan(model, state, class_name, filepath, skip_mismatch):

@@ -6,7 +6,7 @@ import contextlib
 
 from ..saving import format as fmt
 from ..saving.h5_attributes import read_attribute, text
-from .weights_tree import LayerWeights
+from .weights_tree import LayerWeights, hard_linked_entries
 
 __all__ = ["read_keyed_file", "read_whole_model"]
 
@@ -61,12 +61,7 @@ def _datasets(group, where, prefix="", depth=0):
     if depth > _MAX_DEPTH:
         raise fmt.LoadError(f"{where}: groups nested over {_MAX_DEPTH} deep")
     found = {}
-    for name in group:
-        path = f"{prefix}/{name}" if prefix else name
-        if not isinstance(group.get(name, getlink=True), h5py.HardLink):
-            raise fmt.LoadError(f"{where}: {path} is a link to elsewhere, which a weights file "
-                                f"never holds")
-        child = group[name]
+    for name, path, child in hard_linked_entries(group, prefix, where):
         if isinstance(child, h5py.Group):
             found.update(_datasets(child, where, path, depth + 1))
         else:

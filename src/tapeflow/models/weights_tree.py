@@ -27,9 +27,11 @@ import numpy as np
 
 from ..dtypes import is_float_dtype
 from ..layers.base import Layer
+from ..saving.errors import LoadError
 from .model_classes import model_class
 
-__all__ = ["layer_tree", "keras_snake_case", "own_variables", "LayerWeights"]
+__all__ = ["layer_tree", "keras_snake_case", "own_variables", "LayerWeights",
+           "hard_linked_entries"]
 
 # Base attributes that hold layers already reached another way (or never hold one).
 _SKIPPED = frozenset({"_tracked_layers", "_own_weights", "_inbound_nodes", "_nodes",
@@ -184,3 +186,16 @@ class LayerWeights:
     def read(self):
         """``[(variable, its array from the file), ...]``: the data read now."""
         return [(v, value.read()) for v, value in zip(self.variables, self.stored)]
+
+
+def hard_linked_entries(group, path, where):
+    """``(name, its path, the object)`` for each entry of the h5py ``group`` (at ``path`` in the
+    file ``where``), each reached through a hard link: a soft or external link is a LoadError,
+    raised before what it points to is opened (a weights file never holds one)."""
+    import h5py
+    for name in group:
+        entry_path = f"{path}/{name}" if path else name
+        if not isinstance(group.get(name, getlink=True), h5py.HardLink):
+            raise LoadError(f"{where}: {entry_path} is a link to elsewhere, which a weights file "
+                            f"never holds")
+        yield name, entry_path, group[name]

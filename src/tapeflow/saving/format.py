@@ -503,7 +503,12 @@ class StoredArray:
     def __init__(self, ds, where, name, dtype, checksummed=True, before_read=None):
         self._ds, self._where, self._name = ds, where, name
         self._checksummed, self._before_read = checksummed, before_read
-        self.shape, self.dtype = tuple(int(d) for d in ds.shape), dtype
+        self.shape, self.dtype = tuple(map(int, ds.shape)), dtype
+
+    def attribute(self, name):
+        """The dataset's attribute ``name``, read as ``h5_attributes.read_attribute`` reads
+        one (the dataset stays open: no second lookup by path)."""
+        return read_attribute(self._ds, name, self._where)
 
     def read(self):
         if self._before_read is not None:
@@ -525,7 +530,8 @@ def _check_array_header(ds, what, where):
 
 def create_checked_dataset(group, name, array):
     """Write ``array`` as ``group[name]`` with a checksum (``read_checked_dataset`` requires one)."""
-    _create(group, name, np.array(backend.to_host(array), order="C"))
+    # asarray: a C-ordered host array is written as it is, not copied first (HDF5 copies it)
+    _create(group, name, np.asarray(backend.to_host(array), order="C"))
 
 
 def read_checked_dataset(group, name, where, what=None, checksummed=True):

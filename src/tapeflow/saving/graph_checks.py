@@ -236,7 +236,8 @@ _SIZE_RULES = {
                      "MatrixSolve", "MatrixTriangularSolve", "LogMatrixDeterminant",
                      "MatrixPinv", "IdentityN", "Unpack", "InTopKV2", "SearchSorted",
                      "MetricSums", "MetricValues", "MaxPoolGrad", "MaxPoolGradGrad", "SumToShape",
-                     "RandomShuffle", "MPIAllReduceSum", "While", "WhileGrad"), _operands),
+                     "RandomShuffle", "MPIAllReduceSum", "While", "WhileGrad", "LayerNorm",
+                     "LayerNormGrad"), _operands),
     "SelfAdjointEigV2": lambda ins, attrs: 2 * _operands(ins, attrs),
     # effects: no results
     **dict.fromkeys(("Assert", "CheckNumerics", "PrintV2"), lambda ins, attrs: 0),

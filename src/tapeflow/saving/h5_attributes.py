@@ -23,15 +23,19 @@ _checked_files = {}  # (path, size, mtime, HDF5 file number) -> None or the heap
 def read_attribute(obj, name, where):
     """The value of attribute ``name`` of the h5py object ``obj`` (``where`` names the file in
     messages): a str, bytes or numpy number, or None where it is absent or of another kind."""
-    import h5py
-    if name not in obj.attrs:
+    # h5py's low level: the attribute is opened and read once (``obj.attrs[name]`` opens it
+    # again, and each ``obj.attrs`` makes a manager object; loaders read one per dataset)
+    from h5py import h5a, h5t
+    key = name.encode("utf-8")
+    if not h5a.exists(obj.id, key):
         return None
-    attribute = obj.attrs.get_id(name)
-    kind = attribute.get_type()
+    attribute = h5a.open(obj.id, key)
     if attribute.shape != ():
         return None
+    kind = attribute.get_type()
     stored = attribute.get_storage_size()
-    if isinstance(kind, h5py.h5t.TypeStringID) and kind.is_variable_str():
+    variable = isinstance(kind, h5t.TypeStringID) and kind.is_variable_str()
+    if variable:
         if stored > _VARIABLE_REFERENCE_BYTES:
             raise LoadError(f"{where}: attribute '{name}' of {obj.name} stores {stored} bytes "
                             f"where a string's reference takes {_VARIABLE_REFERENCE_BYTES}; the "
@@ -40,14 +44,18 @@ def read_attribute(obj, name, where):
         if problem is not None:
             raise LoadError(f"{where}: attribute '{name}' of {obj.name} cannot be read safely: "
                             f"{problem}; the file is damaged")
-    elif isinstance(kind, h5py.h5t.TypeStringID):
+    elif isinstance(kind, h5t.TypeStringID):
         if stored > MAX_STRING_BYTES:
             raise LoadError(f"{where}: attribute '{name}' of {obj.name} is a string of {stored} "
                             f"bytes, over the {MAX_STRING_BYTES} a name or checksum takes")
-    elif not isinstance(kind, (h5py.h5t.TypeIntegerID, h5py.h5t.TypeFloatID)):
+    elif not isinstance(kind, (h5t.TypeIntegerID, h5t.TypeFloatID)):
         return None  # another kind (a compound, a sequence, a reference): not read
-    value = obj.attrs[name]
-    return value.item() if isinstance(value, np.ndarray) and value.shape == () else value
+    value = np.zeros((), attribute.dtype)
+    attribute.read(value, mtype=h5t.py_create(attribute.dtype))
+    value = value[()]
+    if variable:  # the bytes of a variable-length string, decoded as h5py decodes them
+        return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else None
+    return value
 
 
 def text(value):
