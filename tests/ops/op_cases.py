@@ -709,6 +709,60 @@ case("relu_grad", "ReluGrad", _relu_grad_via_gradient, same_shape_pair_spec,
      note="built as the gradient of relu w.r.t. its cotangent; piecewise linear in x")
 
 
+# --- bias + activation, one op each way (Dense's and Conv's last step) ------------------------------
+def _pre_activation_away_from(kinks):
+    """y and a bias whose sum stays 0.1 away from ``kinks`` (relu's 0)."""
+    base = uniform(-2.0, 2.0, avoid=kinks)
+
+    def sample(rng, shapes):
+        y_shape, bias_shape = shapes
+        bias = rng.uniform(-1.0, 1.0, size=bias_shape)
+        (pre,) = base(rng, [y_shape])
+        return [pre - bias, bias]
+    return Domain(f"y + bias {base.description}; bias uniform in [-1, 1]", sample)
+
+
+def bias_activation_spec(activation):
+    def spec(draw):
+        y = draw(shape_st(1, 3))
+        return {"activation": activation}, [y, y[-1:]]
+    return spec
+
+
+def _bias_activation(y, bias, *, activation):
+    from tapeflow.ops.bias_activation import bias_activation
+    return bias_activation(y, bias, activation)
+
+
+def _bias_activation_grads(u, y, bias, *, activation):
+    """BiasActivationGrad (BiasAddGrad for linear), the gradient of BiasActivation, as a
+    function of the cotangent u and of y and the bias (through the saved output)."""
+    with tf.GradientTape() as tape:
+        tape.watch([y, bias])
+        out = _bias_activation(y, bias, activation=activation)
+    return tape.gradient(out, [y, bias], output_gradients=u)
+
+
+def bias_activation_grad_spec(activation):
+    def spec(draw):
+        params, (y, bias) = bias_activation_spec(activation)(draw)
+        return params, [y, y, bias]
+    return spec
+
+
+for _activation, _domain in (("linear", REAL), ("relu", _pre_activation_away_from((0.0,))),
+                             ("sigmoid", REAL), ("tanh", REAL)):
+    case(f"bias_activation_{_activation}", "BiasActivation", _bias_activation,
+         bias_activation_spec(_activation), _domain,
+         note="the bias broadcast along y's last axis, summed over the rest backward")
+    _grad_op = "BiasAddGrad" if _activation == "linear" else "BiasActivationGrad"
+    case(f"bias_activation_grad_{_activation}", _grad_op, _bias_activation_grads,
+         bias_activation_grad_spec(_activation),
+         Domain("u uniform in [-2, 2]; " + _domain.description,
+                (lambda d: lambda rng, shapes: REAL(rng, shapes[:1]) + d(rng, shapes[1:]))(_domain)),
+         note="built as the gradient of BiasActivation w.r.t. its cotangent, y and bias")
+
+
 def _sum_to_shape_via_gradient(u, *, shape):
     """SumToShape, the tape's unbroadcasting, as the gradient of broadcast_to w.r.t. u."""
     x = tf.zeros(shape, dtype=tf.float64)
