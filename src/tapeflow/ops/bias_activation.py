@@ -24,7 +24,7 @@ from ..dtypes import is_float_dtype
 from ._util import array_module, as_tensor
 from .shape import broadcast_to, expand_dims
 
-__all__ = ["ACTIVATIONS", "bias_activation"]
+__all__ = ["ACTIVATIONS", "bias_activation", "activation_slope"]
 
 ACTIVATIONS = ("linear", "relu", "sigmoid", "tanh")
 _TILED_ELEMENTS = 2048  # a row this long makes numpy's inner loop, not its per-row calls, the cost
@@ -104,8 +104,8 @@ def _sum_over_rows(d, ndim):
     return d.sum(axis=tuple(range(lead, d.ndim - 1)), dtype=d.dtype)
 
 
-def _derivative(out, activation):
-    """act'(x) from out = act(x): a new array."""
+def activation_slope(out, activation):
+    """act'(x) from out = act(x) (relu, sigmoid or tanh), an array: a new array."""
     if activation == "relu":
         return out > 0  # numpy multiplies by the booleans without a float copy of them
     if activation == "sigmoid":
@@ -118,7 +118,7 @@ def _derivative(out, activation):
 
 
 def _bias_activation_grad_forward(g, out, *, activation):
-    d = g * _derivative(out, activation)
+    d = g * activation_slope(out, activation)
     return d, _sum_over_rows(d, out.ndim)
 
 

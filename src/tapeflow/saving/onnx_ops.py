@@ -56,6 +56,17 @@ def convert_softmax(emit, eqn, inputs):
     return [emit.node("Softmax", inputs, axis=int(eqn.attrs.get("axis", -1)))]
 
 
+def convert_bias_activation(emit, eqn, inputs):
+    """BiasActivation (Dense's and Conv's bias and activation, one op): Add, then the
+    activation's own node."""
+    added = emit.node("Add", inputs)
+    activation = eqn.attrs["activation"]
+    if activation == "linear":
+        return [added]
+    return [emit.node({"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh"}[activation],
+                      [added])]
+
+
 def convert_matmul(emit, eqn, inputs):
     """BatchMatMulV2 (Dense's kernel product): ONNX MatMul broadcasts batch axes the same way;
     an operand flagged transposed is transposed on its last two axes first."""
@@ -161,6 +172,6 @@ CONVERTERS.update({
     "All": _reduce_bool("ReduceMin"), "NotEqual": convert_not_equal,
     "Cast": convert_cast, "Conv2D": convert_conv2d,
     "Conv2DBackpropInput": convert_conv2d_backprop_input, "MaxPool": _pool("MaxPool"),
-    "AvgPool": _pool("AveragePool"),
+    "AvgPool": _pool("AveragePool"), "BiasActivation": convert_bias_activation,
 })
 CONVERTERS.update(ARRAY_CONVERTERS)
