@@ -710,22 +710,22 @@ case("relu_grad", "ReluGrad", _relu_grad_via_gradient, same_shape_pair_spec,
 
 
 # --- bias + activation, one op each way (Dense's and Conv's last step) ------------------------------
-def _pre_activation_away_from(kinks):
-    """y and a bias whose sum stays 0.1 away from ``kinks`` (relu's 0)."""
-    base = uniform(-2.0, 2.0, avoid=kinks)
+def _pre_activation_away_from_zero():
+    """y and a bias whose sum stays 0.1 away from relu's kink at 0 (any activation is drawn)."""
+    base = uniform(-2.0, 2.0, avoid=(0.0,))
 
     def sample(rng, shapes):
-        y_shape, bias_shape = shapes
+        y_shape, bias_shape = shapes[-2:]
         bias = rng.uniform(-1.0, 1.0, size=bias_shape)
         (pre,) = base(rng, [y_shape])
-        return [pre - bias, bias]
-    return Domain(f"y + bias {base.description}; bias uniform in [-1, 1]", sample)
+        return REAL(rng, shapes[:-2]) + [pre - bias, bias]  # a cotangent u first, if any
+    return Domain(f"y + bias {base.description}; bias uniform in [-1, 1]; u in [-2, 2]", sample)
 
 
-def bias_activation_spec(activation):
+def bias_activation_spec(activations):
     def spec(draw):
         y = draw(shape_st(1, 3))
-        return {"activation": activation}, [y, y[-1:]]
+        return {"activation": draw(st.sampled_from(activations))}, [y, y[-1:]]
     return spec
 
 
@@ -743,24 +743,22 @@ def _bias_activation_grads(u, y, bias, *, activation):
     return tape.gradient(out, [y, bias], output_gradients=u)
 
 
-def bias_activation_grad_spec(activation):
+def bias_activation_grad_spec(activations):
     def spec(draw):
-        params, (y, bias) = bias_activation_spec(activation)(draw)
+        params, (y, bias) = bias_activation_spec(activations)(draw)
         return params, [y, y, bias]
     return spec
 
 
-for _activation, _domain in (("linear", REAL), ("relu", _pre_activation_away_from((0.0,))),
-                             ("sigmoid", REAL), ("tanh", REAL)):
-    case(f"bias_activation_{_activation}", "BiasActivation", _bias_activation,
-         bias_activation_spec(_activation), _domain,
-         note="the bias broadcast along y's last axis, summed over the rest backward")
-    _grad_op = "BiasAddGrad" if _activation == "linear" else "BiasActivationGrad"
-    case(f"bias_activation_grad_{_activation}", _grad_op, _bias_activation_grads,
-         bias_activation_grad_spec(_activation),
-         Domain("u uniform in [-2, 2]; " + _domain.description,
-                (lambda d: lambda rng, shapes: REAL(rng, shapes[:1]) + d(rng, shapes[1:]))(_domain)),
-         note="built as the gradient of BiasActivation w.r.t. its cotangent, y and bias")
+case("bias_activation", "BiasActivation", _bias_activation,
+     bias_activation_spec(["linear", "relu", "sigmoid", "tanh"]), _pre_activation_away_from_zero(),
+     note="the activation drawn; the bias broadcast along y's last axis, summed backward")
+case("bias_activation_grad", "BiasActivationGrad", _bias_activation_grads,
+     bias_activation_grad_spec(["relu", "sigmoid", "tanh"]), _pre_activation_away_from_zero(),
+     note="built as the gradient of BiasActivation w.r.t. its cotangent, y and bias")
+case("bias_add_grad", "BiasAddGrad", _bias_activation_grads,
+     bias_activation_grad_spec(["linear"]), _pre_activation_away_from_zero(),
+     note="BiasActivation(linear)'s gradient w.r.t. its cotangent: the bias's is a sum")
 
 
 def _sum_to_shape_via_gradient(u, *, shape):
