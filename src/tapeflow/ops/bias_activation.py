@@ -127,8 +127,8 @@ BIAS_ACTIVATION = def_primitive("BiasActivation", _bias_activation_forward,
 def _sum_over_rows(d, ndim, ones=None):
     """``d`` summed over the axes of its last ``ndim`` but the last (the batch and any other
     axes the bias was broadcast along), keeping its extra leading (jacobian) axes.  Where
-    ``ones`` (a vector as long as those axes) is given, and for any float32 or float64 numpy
-    array, as a product with ones: BLAS's gemv measured 4-6x faster than ``sum(axis=0)`` over
+    ``ones`` (a vector as long as those axes) is given, and for any float32 or float64 array,
+    as a product with ones: BLAS's gemv measured 4-6x faster than ``sum(axis=0)`` over
     (1024, 64) float32 (and a compiled graph's kernel, given its ones, gives the same bits)."""
     lead = d.ndim - ndim
     if ndim == 1:
@@ -137,8 +137,8 @@ def _sum_over_rows(d, ndim, ones=None):
     stacked = (d.shape[:lead] + (rows, d.shape[-1]))
     if ones is not None:
         return ones @ d.reshape(stacked)
-    if d.dtype in _BLAS_SUM_DTYPES and array_module(d) is np:
-        return np.ones(rows, d.dtype) @ d.reshape(stacked)
+    if d.dtype in _BLAS_SUM_DTYPES:  # on a device too: its sums then round as the host's do
+        return array_module(d).ones(rows, d.dtype) @ d.reshape(stacked)
     return d.sum(axis=tuple(range(lead, d.ndim - 1)), dtype=d.dtype)
 
 
