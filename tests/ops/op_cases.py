@@ -709,6 +709,58 @@ case("relu_grad", "ReluGrad", _relu_grad_via_gradient, same_shape_pair_spec,
      note="built as the gradient of relu w.r.t. its cotangent; piecewise linear in x")
 
 
+# --- bias + activation, one op each way (Dense's and Conv's last step) ------------------------------
+def _pre_activation_away_from_zero():
+    """y and a bias whose sum stays 0.1 away from relu's kink at 0 (any activation is drawn)."""
+    base = uniform(-2.0, 2.0, avoid=(0.0,))
+
+    def sample(rng, shapes):
+        y_shape, bias_shape = shapes[-2:]
+        bias = rng.uniform(-1.0, 1.0, size=bias_shape)
+        (pre,) = base(rng, [y_shape])
+        return REAL(rng, shapes[:-2]) + [pre - bias, bias]  # a cotangent u first, if any
+    return Domain(f"y + bias {base.description}; bias uniform in [-1, 1]; u in [-2, 2]", sample)
+
+
+def bias_activation_spec(activations):
+    def spec(draw):
+        y = draw(shape_st(1, 3))
+        return {"activation": draw(st.sampled_from(activations))}, [y, y[-1:]]
+    return spec
+
+
+def _bias_activation(y, bias, *, activation):
+    from tapeflow.ops.bias_activation import bias_activation
+    return bias_activation(y, bias, activation)
+
+
+def _bias_activation_grads(u, y, bias, *, activation):
+    """BiasActivationGrad (BiasAddGrad for linear), the gradient of BiasActivation, as a
+    function of the cotangent u and of y and the bias (through the saved output)."""
+    with tf.GradientTape() as tape:
+        tape.watch([y, bias])
+        out = _bias_activation(y, bias, activation=activation)
+    return tape.gradient(out, [y, bias], output_gradients=u)
+
+
+def bias_activation_grad_spec(activations):
+    def spec(draw):
+        params, (y, bias) = bias_activation_spec(activations)(draw)
+        return params, [y, y, bias]
+    return spec
+
+
+case("bias_activation", "BiasActivation", _bias_activation,
+     bias_activation_spec(["linear", "relu", "sigmoid", "tanh"]), _pre_activation_away_from_zero(),
+     note="the activation drawn; the bias broadcast along y's last axis, summed backward")
+case("bias_activation_grad", "BiasActivationGrad", _bias_activation_grads,
+     bias_activation_grad_spec(["relu", "sigmoid", "tanh"]), _pre_activation_away_from_zero(),
+     note="built as the gradient of BiasActivation w.r.t. its cotangent, y and bias")
+case("bias_add_grad", "BiasAddGrad", _bias_activation_grads,
+     bias_activation_grad_spec(["linear"]), _pre_activation_away_from_zero(),
+     note="BiasActivation(linear)'s gradient w.r.t. its cotangent: the bias's is a sum")
+
+
 def _sum_to_shape_via_gradient(u, *, shape):
     """SumToShape, the tape's unbroadcasting, as the gradient of broadcast_to w.r.t. u."""
     x = tf.zeros(shape, dtype=tf.float64)

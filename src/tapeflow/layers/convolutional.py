@@ -21,6 +21,7 @@ from ..ops.reduce import reduce_max, reduce_mean
 from ..ops.shape import reshape
 from ..serialization import serialize
 from .base import Layer, _unique_name
+from .core import add_bias_and_activate
 
 __all__ = ["Conv1D", "Conv2D", "Conv1DTranspose", "Conv2DTranspose", "MaxPooling1D",
            "MaxPooling2D", "AveragePooling1D", "AveragePooling2D", "GlobalAveragePooling1D",
@@ -153,9 +154,8 @@ class _Conv(Layer):
         y = self._convolve(inputs)
         if self.use_bias:
             if self.data_format == "channels_last":
-                y = y + self.bias
-            else:
-                y = y + reshape(self.bias, (self.filters,) + (1,) * self.rank)
+                return add_bias_and_activate(y, self.bias, self.activation)
+            y = y + reshape(self.bias, (self.filters,) + (1,) * self.rank)
         return self.activation(y)
 
     def compute_output_shape(self, input_shape):

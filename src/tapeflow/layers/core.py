@@ -5,13 +5,34 @@ import numpy as np
 
 from .. import activations, constraints, initializers, regularizers
 
+from ..core.context import context
+from ..ops import elementwise
+from ..ops.bias_activation import bias_activation
 from ..ops.nn import dropout
 from ..ops.shape import reshape
 from ..serialization import serialize
 from .base import Layer
 from .symbolic import input_tensor
 
-__all__ = ["Dense", "Activation", "Dropout", "Flatten", "InputLayer", "Input"]
+__all__ = ["Dense", "Activation", "Dropout", "Flatten", "InputLayer", "Input",
+           "add_bias_and_activate"]
+
+# The activations ``BiasActivation`` computes with the bias add, by their functions: a Python
+# activation of the user's (or any other) keeps the add and its own ops.
+_FUSED = {activations.linear: "linear", elementwise.relu: "relu", elementwise.sigmoid: "sigmoid",
+          elementwise.tanh: "tanh"}
+
+
+def add_bias_and_activate(y, bias, activation):
+    """``activation(y + bias)`` for a bias along y's last axis, as Dense and Conv compute it:
+    one op each way where the activation has a fused form, else the add and the activation.
+    Under ``gradient_override_map`` the ops stay apart, so an override of theirs applies."""
+    fused = _FUSED.get(activation)
+    if fused is None or context().overrides or y._value.dtype != bias._value.dtype \
+            or y._value.dtype.kind != "f":  # bfloat16 (kind "V") keeps its own ops
+        return activation(y + bias)
+    return bias_activation(y, bias, fused)
+
 
 
 class Dense(Layer):
@@ -66,7 +87,7 @@ class Dense(Layer):
             raise ValueError(f"{self.name}: inputs need a batch axis, got shape {tuple(inputs.shape)}")
         y = inputs @ self.kernel
         if self.use_bias:
-            y = y + self.bias
+            return add_bias_and_activate(y, self.bias, self.activation)
         return self.activation(y)
 
     def compute_output_shape(self, input_shape):

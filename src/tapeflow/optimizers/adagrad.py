@@ -1,5 +1,8 @@
 """Adagrad: per-element learning rates from the sum of squared gradients (Keras 3's formulas)."""
+import numpy as np
+
 from .. import backend
+from ..core.in_place import register_in_place
 from ..core.registry import def_primitive
 from .base import Optimizer
 from .step_scalars import factor, number, on_host
@@ -19,6 +22,21 @@ def _apply_adagrad(var, accumulator, grad, lr, *, epsilon):
     step /= sqrt(denominator, out=denominator) if getattr(denominator, "ndim", 0) else \
         sqrt(denominator)
     return var - step, accumulator
+
+
+def _apply_adagrad_in_place(var, accumulator, grad, lr, *, epsilon):
+    """``_apply_adagrad`` written into var and accumulator (numpy; ``core/in_place.py``): the
+    same operations on the same operands (a sum and a product commute bit for bit)."""
+    scratch = grad * grad
+    accumulator += scratch
+    np.add(accumulator, epsilon, out=scratch)
+    step = grad * factor(number(lr, True), grad)
+    step /= np.sqrt(scratch, out=scratch)
+    var -= step
+    return var, accumulator
+
+
+register_in_place("ApplyAdagrad", _apply_adagrad_in_place, targets=2)
 
 
 class Adagrad(Optimizer):

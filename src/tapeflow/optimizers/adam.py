@@ -8,7 +8,7 @@ from ..core.registry import def_primitive
 from .base import Optimizer
 from .step_scalars import factor, number, on_host, sqrt, step_number
 
-__all__ = ["Adam"]
+__all__ = ["Adam", "moments", "moments_in_place"]
 
 
 def moments(m, v, gradient, beta_1, beta_2):
@@ -51,25 +51,47 @@ def _apply_adam_amsgrad(var, m, v, v_hat, grad, lr, iterations, *, beta_1, beta_
     return _adam_step(var, m, v_hat, _alpha(lr, iterations, beta_1, beta_2), epsilon), m, v, v_hat
 
 
-def _apply_adam_in_place(var, m, v, grad, lr, iterations, *, beta_1, beta_2, epsilon):
-    """``_apply_adam`` written into var, m and v (numpy), with its operations in its order:
-    what a compiled step runs where no one else sees the old arrays (``core/in_place.py``)."""
-    change = grad - m
+def moments_in_place(m, v, gradient, beta_1, beta_2):
+    """``moments`` written into m and v (numpy), with its operations in its order; returns
+    the scratch array it used (free for the caller's next temporary)."""
+    change = gradient - m
     change *= 1.0 - beta_1
     m += change
-    np.multiply(grad, grad, out=change)
+    np.multiply(gradient, gradient, out=change)
     change -= v
     change *= 1.0 - beta_2
     v += change
-    denominator = np.sqrt(v, out=change)
-    denominator += epsilon
-    step = m * factor(_alpha(lr, iterations, beta_1, beta_2), m)
-    step /= denominator
-    var -= step
+    return change
+
+
+def _apply_adam_in_place(var, m, v, grad, lr, iterations, *, beta_1, beta_2, epsilon):
+    """``_apply_adam`` written into var, m and v (numpy), with its operations in its order:
+    what a compiled step runs where no one else sees the old arrays (``core/in_place.py``)."""
+    change = moments_in_place(m, v, grad, beta_1, beta_2)
+    _adam_step_in_place(var, m, v, change, _alpha(lr, iterations, beta_1, beta_2), epsilon)
     return var, m, v
 
 
+def _apply_adam_amsgrad_in_place(var, m, v, v_hat, grad, lr, iterations, *, beta_1, beta_2,
+                                 epsilon):
+    """``_apply_adam_amsgrad`` written into var, m, v and v_hat (numpy), in its order."""
+    change = moments_in_place(m, v, grad, beta_1, beta_2)
+    np.maximum(v_hat, v, out=v_hat)
+    _adam_step_in_place(var, m, v_hat, change, _alpha(lr, iterations, beta_1, beta_2), epsilon)
+    return var, m, v, v_hat
+
+
+def _adam_step_in_place(var, m, v, scratch, alpha, epsilon):
+    """``_adam_step`` subtracted from var in place, its denominator in ``scratch``."""
+    denominator = np.sqrt(v, out=scratch)
+    denominator += epsilon
+    step = m * factor(alpha, m)
+    step /= denominator
+    var -= step
+
+
 register_in_place("ApplyAdam", _apply_adam_in_place, targets=3)
+register_in_place("ApplyAdamWithAmsgrad", _apply_adam_amsgrad_in_place, targets=4)
 
 
 class Adam(Optimizer):

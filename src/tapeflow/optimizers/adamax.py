@@ -1,5 +1,8 @@
 """Adamax: Adam with the infinity norm of past gradients in place of their RMS (Keras 3's)."""
+import numpy as np
+
 from .. import backend
+from ..core.in_place import register_in_place
 from ..core.registry import def_primitive
 from .base import Optimizer
 from .step_scalars import factor, number, on_host, step_number
@@ -17,6 +20,24 @@ def _apply_adamax(var, m, u, grad, lr, iterations, *, beta_1, beta_2, epsilon):
     step = m * factor(number(lr, host) / (1.0 - beta_1 ** t), m)
     step /= u + epsilon
     return var - step, m, u
+
+
+def _apply_adamax_in_place(var, m, u, grad, lr, iterations, *, beta_1, beta_2, epsilon):
+    """``_apply_adamax`` written into var, m and u (numpy; ``core/in_place.py``), with its
+    operations in its order."""
+    t = step_number(iterations, True)
+    scratch = grad - m
+    scratch *= 1.0 - beta_1
+    m += scratch
+    u *= beta_2
+    np.maximum(u, np.abs(grad, out=scratch), out=u)
+    step = m * factor(number(lr, True) / (1.0 - beta_1 ** t), m)
+    step /= np.add(u, epsilon, out=scratch)
+    var -= step
+    return var, m, u
+
+
+register_in_place("ApplyAdaMax", _apply_adamax_in_place, targets=3)
 
 
 class Adamax(Optimizer):

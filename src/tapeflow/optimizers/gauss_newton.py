@@ -39,6 +39,7 @@ from ..core.backprop import backward, reachable_nodes
 from ..core.functional import flatten
 from ..core.tape import GradientTape, batch_eye_seed
 from ..core.tensor import Tensor
+from ..ops.bias_activation import activation_slope
 from ..ops.reduce import reduce_sum
 from ..ops.shape import concat, reshape
 
@@ -324,6 +325,7 @@ def _jacobian_by_layers(tape, z, variables):
     * ``x @ W`` (``BatchMatMulV2``, no transposes) with ``x`` of shape (examples, ..., k):
       example i's rows of J for W are ``x_i (outer) s_i``, summed over the middle axes;
     * ``y + b`` (``AddV2``) with ``b`` broadcast over the examples: its rows are ``s_i``,
+      and ``act(y + b)`` (``BiasActivation``, Dense's): ``s_i * act'``,
 
     where ``s_i = dz_i / da_i`` is the sensitivity of example i's outputs to that op's
     output ``a``: one backward pass from the outputs to every such ``a`` at once, seeded
@@ -363,6 +365,10 @@ def _jacobian_by_layers(tape, z, variables):
             x = x.reshape(examples, -1, x.shape[-1])
             blocks.append(np.einsum("ntk,rnth->nrkh", x, s).reshape(examples, width, size))
         else:
+            if kind == "bias_activation":  # s is the sensitivity to act(y + b): times act'
+                out = _host64(node.outputs[0]._value)
+                s = s * activation_slope(out.reshape((1, examples, -1, out.shape[-1])),
+                                         node.attrs["activation"])
             blocks.append(s.sum(axis=2).transpose(1, 0, 2).reshape(examples, width, size))
     return np.concatenate(blocks, axis=2).reshape(examples * width, -1)
 
@@ -381,6 +387,8 @@ def _per_example_kind(node, k, examples):
     if name == "AddV2" and len(shapes[k]) == 1 and tuple(shapes[1 - k]) == tuple(out_shape) \
             and shapes[k][0] == out_shape[-1]:
         return "bias"
+    if name == "BiasActivation" and k == 1 and tuple(shapes[0]) == tuple(out_shape):
+        return "bias" if node.attrs["activation"] == "linear" else "bias_activation"
     return None
 
 

@@ -1,10 +1,11 @@
 """Nadam: Adam with Nesterov momentum and Keras 3's momentum-cache schedule."""
-import numpy  # the host-side momentum product only
+import numpy  # the host-side momentum product and the in-place kernel
 
 from .. import backend
 from ..core.dispatch import apply
+from ..core.in_place import register_in_place
 from ..core.registry import def_primitive
-from .adam import moments
+from .adam import moments, moments_in_place
 from .base import Optimizer
 from .step_scalars import factor, number, on_host, step_number
 
@@ -25,8 +26,8 @@ def _momentum_product(u_product, iterations, *, beta_1):
     return (u_product.astype(numpy.float64) * u_t).astype(u_product.dtype)
 
 
-def _apply_nadam(var, m, v, grad, lr, u_product, iterations, *, beta_1, beta_2, epsilon):
-    """(new var, m, v) at step t = iterations + 1; ``u_product`` already includes u_t."""
+def _nadam_weights(lr, u_product, iterations, beta_1, beta_2):
+    """The step's scalars: (m's weight, g's weight, v's bias correction), on the host or not."""
     host = on_host(lr)
     step = step_number(iterations, host)
     u_t = _momentum_cache(beta_1, step)
@@ -34,7 +35,13 @@ def _apply_nadam(var, m, v, grad, lr, u_product, iterations, *, beta_1, beta_2, 
     u_product = number(u_product, host)
     m_weight = u_next / (1.0 - u_product * u_next)
     g_weight = (1.0 - u_t) / (1.0 - u_product)
-    v_correction = 1.0 - beta_2 ** step
+    return m_weight, g_weight, 1.0 - beta_2 ** step
+
+
+def _apply_nadam(var, m, v, grad, lr, u_product, iterations, *, beta_1, beta_2, epsilon):
+    """(new var, m, v) at step t = iterations + 1; ``u_product`` already includes u_t."""
+    host = on_host(lr)
+    m_weight, g_weight, v_correction = _nadam_weights(lr, u_product, iterations, beta_1, beta_2)
     m, v = moments(m, v, grad, beta_1, beta_2)
     m_hat = m * factor(m_weight, m)
     m_hat += grad * factor(g_weight, grad)
@@ -43,6 +50,25 @@ def _apply_nadam(var, m, v, grad, lr, u_product, iterations, *, beta_1, beta_2, 
     m_hat *= factor(number(lr, host), m_hat)
     m_hat /= denominator
     return var - m_hat, m, v
+
+
+def _apply_nadam_in_place(var, m, v, grad, lr, u_product, iterations, *, beta_1, beta_2,
+                          epsilon):
+    """``_apply_nadam`` written into var, m and v (numpy; ``core/in_place.py``), with its
+    operations in its order."""
+    m_weight, g_weight, v_correction = _nadam_weights(lr, u_product, iterations, beta_1, beta_2)
+    scratch = moments_in_place(m, v, grad, beta_1, beta_2)
+    m_hat = m * factor(m_weight, m)
+    m_hat += numpy.multiply(grad, factor(g_weight, grad), out=scratch)
+    denominator = numpy.sqrt(numpy.divide(v, factor(v_correction, v), out=scratch), out=scratch)
+    denominator += epsilon
+    m_hat *= factor(float(lr), m_hat)
+    m_hat /= denominator
+    var -= m_hat
+    return var, m, v
+
+
+register_in_place("ApplyNadam", _apply_nadam_in_place, targets=3)
 
 
 class Nadam(Optimizer):

@@ -237,7 +237,8 @@ _SIZE_RULES = {
                      "MatrixPinv", "IdentityN", "Unpack", "InTopKV2", "SearchSorted",
                      "MetricSums", "MetricValues", "MaxPoolGrad", "MaxPoolGradGrad", "SumToShape",
                      "RandomShuffle", "MPIAllReduceSum", "While", "WhileGrad", "LayerNorm",
-                     "LayerNormGrad"), _operands),
+                     "LayerNormGrad", "BiasActivationGrad", "BiasAddGrad"), _operands),
+    "BiasActivation": _broadcast,
     "SelfAdjointEigV2": lambda ins, attrs: 2 * _operands(ins, attrs),
     # effects: no results
     **dict.fromkeys(("Assert", "CheckNumerics", "PrintV2"), lambda ins, attrs: 0),

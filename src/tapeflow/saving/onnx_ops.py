@@ -63,6 +63,17 @@ def convert_layer_norm(emit, eqn, inputs):
                      axis=-int(eqn.attrs["axes_count"]), epsilon=float(eqn.attrs["epsilon"]))
 
 
+def convert_bias_activation(emit, eqn, inputs):
+    """BiasActivation (Dense's and Conv's bias and activation, one op): Add, then the
+    activation's own node."""
+    added = emit.node("Add", inputs)
+    activation = eqn.attrs["activation"]
+    if activation == "linear":
+        return [added]
+    return [emit.node({"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh"}[activation],
+                      [added])]
+
+
 def convert_matmul(emit, eqn, inputs):
     """BatchMatMulV2 (Dense's kernel product): ONNX MatMul broadcasts batch axes the same way;
     an operand flagged transposed is transposed on its last two axes first."""
@@ -169,5 +180,6 @@ CONVERTERS.update({
     "Cast": convert_cast, "Conv2D": convert_conv2d,
     "Conv2DBackpropInput": convert_conv2d_backprop_input, "MaxPool": _pool("MaxPool"),
     "AvgPool": _pool("AveragePool"), "LayerNorm": convert_layer_norm,
+    "BiasActivation": convert_bias_activation,
 })
 CONVERTERS.update(ARRAY_CONVERTERS)
