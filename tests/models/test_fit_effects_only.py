@@ -5,6 +5,7 @@ from the metrics, as Keras 3's ``_get_metrics_result_or_logs`` reads them.
 one does after 64 steps of a batch shape).
 """
 import importlib
+import io
 
 import numpy as np
 import pytest
@@ -186,3 +187,21 @@ def test_evaluate_reads_the_metrics():
     for i in range(0, 70, 8):
         logs = model.test_on_batch(x[i:i + 8], y[i:i + 8], return_dict=True)
     assert logs == pytest.approx(first, rel=1e-6)
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("stream, reads", [(io.StringIO(), False), (FakeTTY(), True)])
+def test_a_line_per_epoch_reads_no_batch(stream, reads):
+    """The progress logger writing one line per epoch (not a terminal) reads no step's logs, so
+    the steps run for their effects; a bar on a terminal reads them."""
+    x, y = _data(n=40)
+    model = _noisy_model()
+    history = model.fit(x, y, batch_size=8, epochs=2, verbose=1,
+                        callbacks=[tf.keras.callbacks.ProgbarLogger(stream=stream)])
+    assert any(c._effects_run is not None for c in model.train_function._exact.values()) \
+        is not reads
+    assert f"loss: {history.history['loss'][-1]:.4f}" in stream.getvalue() or reads
