@@ -2,7 +2,7 @@
 from the metrics, as Keras 3's ``_get_metrics_result_or_logs`` reads them.
 
 ``EFFECTS_AFTER`` is lowered to 1 here, so that a small fit reaches the effects-only code (a long
-one does after 64 steps of a batch shape).
+one does after 128 steps of a batch shape).
 """
 import importlib
 import io

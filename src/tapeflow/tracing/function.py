@@ -421,8 +421,9 @@ class Function:
 _TUPLE = object()  # marks a tuple argument in an exact key
 # A signature's effects-only code is compiled on its ``EFFECTS_AFTER + 1``-th such call: a short
 # fit (most of a test suite's) never compiles it, a long one saves the results' work and the
-# logs' packing on every step after (bench_housing.py: ~7 us of a ~40 us step).
-EFFECTS_AFTER = 64
+# logs' packing on every step after (bench_housing.py's step: compiled in ~2.5 ms, saves ~7 us
+# of a ~45 us step, so it pays from a few hundred steps on).
+EFFECTS_AFTER = 128
 
 
 def _exact_key(device, args):
