@@ -25,7 +25,7 @@ The peers run in the same process and in the same run. Their code is not copied:
 results instead of printing them, so the peers do exactly the work that file defines.
 
 Timing: W warm-up epochs (1 by default), then N timed epochs (5 by default). The figure is the
-median seconds per epoch (wall time, or with ``--clock cpu`` the process's CPU time), and
+median seconds per epoch (wall time, or with ``--clock cpu`` the main thread's CPU time), and
 steps/s is 363 divided by it. Every framework trains for the same W+N epochs, so all of them can
 be compared on validation MSE afterwards.
 
@@ -67,8 +67,10 @@ TARGET_TRACED_VS_NUMPY = 1.0   # traced steps/s / numpy-by-hand steps/s >= 1.0
 TARGET_TRACED_VS_TORCH = 5.0   # traced steps/s / pytorch eager steps/s >= 5.0
 TARGET_FIT_VS_TRACED = 0.9     # model.fit steps/s / traced steps/s >= 0.9
 
-# --clock: wall time, or the process's CPU time (every thread's, BLAS's included)
-CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+# --clock: wall time, or this thread's CPU time: on a loaded machine it leaves out the time the
+# thread waits for a core (a BLAS pool's or torch's other threads are left out too: compare
+# tapeflow's rows with --peers '' and OPENBLAS_NUM_THREADS=1, where every row runs on one thread)
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 
 # Peer runs: key -> (module needed, label, how to call it in the peers file's namespace).
 PEERS = {
@@ -248,8 +250,8 @@ def main(argv=None):
     ap.add_argument("--profile", action="store_true",
                     help="cProfile one tapeflow custom-loop epoch (top 25 by tottime)")
     ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
-                    help="what an epoch's time is: 'wall' (default), or 'cpu', the process's CPU "
-                    "time, which other programs on a shared machine disturb less")
+                    help="what an epoch's time is: 'wall' (default), or 'cpu', this thread's CPU "
+                    "time, which a shared machine's load disturbs less (see CLOCKS)")
     ap.add_argument("--profile-fit", action="store_true",
                     help="cProfile one epoch of each tapeflow fit row as well")
     args = ap.parse_args(argv)
