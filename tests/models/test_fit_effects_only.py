@@ -12,7 +12,8 @@ import pytest
 
 import tapeflow as tf
 
-from .helpers import assert_same_weights
+from .helpers import assert_same_weights, noisy_model
+from .test_verbose import FakeTTY
 
 # the module (tapeflow.tracing's ``function`` attribute is the decorator of that name)
 function_module = importlib.import_module("tapeflow.tracing.function")
@@ -29,18 +30,6 @@ def _data(n=70, seed=0):
             rng.normal(size=(n, 1)).astype(np.float32))
 
 
-def _noisy_model(steps_per_execution=1):
-    """Dropout, BatchNormalization and Adam with metrics: every kind of state a step changes."""
-    tf.random.set_seed(3)
-    model = tf.keras.Sequential([
-        tf.keras.Input((4,)), tf.keras.layers.Dense(8, activation="relu"),
-        tf.keras.layers.BatchNormalization(), tf.keras.layers.Dropout(0.3),
-        tf.keras.layers.Dense(1)])
-    model.compile(loss="mse", optimizer="adam", metrics=["mae"],
-                  steps_per_execution=steps_per_execution)
-    return model
-
-
 class ReadsEveryBatch(tf.keras.callbacks.Callback):
     """Reads each step's logs: fit computes them for every step."""
 
@@ -52,14 +41,13 @@ class ReadsEveryBatch(tf.keras.callbacks.Callback):
         self.losses.append(logs["loss"])
 
 
-@pytest.mark.parametrize("steps_per_execution", [1, 3])
-def test_unread_steps_train_as_read_ones(steps_per_execution):
+def test_unread_steps_train_as_read_ones():
     """Without a batch callback the steps skip their logs: the weights, the optimizer's state,
     the random draws and the history are those of a fit whose callback reads every step's."""
     x, y = _data()
     runs = []
     for callbacks in ([], [ReadsEveryBatch()]):
-        model = _noisy_model(steps_per_execution)
+        model = noisy_model()
         tf.random.set_seed(5)
         history = model.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=callbacks)
         runs.append((model, history.history))
@@ -70,8 +58,7 @@ def test_unread_steps_train_as_read_ones(steps_per_execution):
                         [v.numpy() for v in read.optimizer.variables])
     def effects_compiled(model):  # per signature: whether it compiled effects-only code
         return [c._effects_run is not None for c in model.train_function._exact.values()]
-    if steps_per_execution == 1:
-        assert effects_compiled(quiet)[0]  # the full batches' signature
+    assert effects_compiled(quiet)[0]  # the full batches' signature
     assert not any(effects_compiled(read))
 
 
@@ -79,7 +66,7 @@ def test_epoch_logs_are_the_metrics_results():
     """Keras 3's fit: ``epoch_logs = _get_metrics_result_or_logs(logs)``: each metric's result
     over the epoch (the same as the last step's logs)."""
     x, y = _data()
-    model = _noisy_model()
+    model = noisy_model()
     history = model.fit(x, y, batch_size=8, epochs=1, verbose=0)
     results = {name: float(m.result()) for name, m in zip(model.metrics_names, model.metrics)}
     assert history.history == {k: [v] for k, v in results.items()}
@@ -176,7 +163,7 @@ def test_evaluate_reads_the_metrics():
     """evaluate: the steps after the first run for their effects; the result is the metrics'
     (Keras 3's evaluate reads ``_get_metrics_result_or_logs`` too), as a fully computed run's."""
     x, y = _data()
-    model = _noisy_model()
+    model = noisy_model()
     model.fit(x, y, batch_size=8, epochs=1, verbose=0)
     first = model.evaluate(x, y, batch_size=8, verbose=0, return_dict=True)
     again = model.evaluate(x, y, batch_size=8, verbose=0, return_dict=True)
@@ -188,17 +175,12 @@ def test_evaluate_reads_the_metrics():
     assert logs == pytest.approx(first, rel=1e-6)
 
 
-class FakeTTY(io.StringIO):
-    def isatty(self):
-        return True
-
-
 @pytest.mark.parametrize("stream, reads", [(io.StringIO(), False), (FakeTTY(), True)])
 def test_a_line_per_epoch_reads_no_batch(stream, reads):
     """The progress logger writing one line per epoch (not a terminal) reads no step's logs, so
     the steps run for their effects; a bar on a terminal reads them."""
     x, y = _data(n=40)
-    model = _noisy_model()
+    model = noisy_model()
     history = model.fit(x, y, batch_size=8, epochs=2, verbose=1,
                         callbacks=[tf.keras.callbacks.ProgbarLogger(stream=stream)])
     assert any(c._effects_run is not None for c in model.train_function._exact.values()) \
