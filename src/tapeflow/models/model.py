@@ -503,7 +503,8 @@ class Model(Layer):
                 test_steps.for_effects(group)
             else:
                 logs = test_steps(group)
-                logs_from_metrics = self._logs_are_metrics(logs)
+                if logs_from_metrics is None:
+                    logs_from_metrics = self._logs_are_metrics(logs)
         return _as_returned(self._metrics_result() if logs_from_metrics else logs, return_dict)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
