@@ -186,3 +186,23 @@ def test_a_line_per_epoch_reads_no_batch(stream, reads):
     assert any(c._effects_run is not None for c in model.train_function._exact.values()) \
         is not reads
     assert f"loss: {history.history['loss'][-1]:.4f}" in stream.getvalue() or reads
+
+
+def test_a_value_of_its_own_under_a_metrics_name_is_kept():
+    """A train_step that logs its batch's loss as "loss" and never updates the loss tracker:
+    its logs are not the metrics' (the tracker reads 0), so the epoch's are the last step's."""
+    class OwnLoss(tf.keras.Sequential):
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean((self(x) - y) ** 2)
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+            return {"loss": loss}
+
+    x, y = _data(n=16)
+    model = OwnLoss([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+    model.compile(optimizer=tf.keras.optimizers.SGD(0.1))
+    history = model.fit(x, y, batch_size=8, epochs=2, verbose=0)
+    assert all(loss > 0 for loss in history.history["loss"])
+    assert float(model.metrics[0].result()) == 0.0

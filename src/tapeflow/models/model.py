@@ -202,11 +202,22 @@ class Model(Layer):
         return {name: m.result() for name, m in self._named_results()}
 
     def _logs_are_metrics(self, logs):
-        """Whether a step's ``logs`` are the metrics' results (Keras 3's test in
-        ``_get_metrics_result_or_logs``: the same names), so that an epoch's logs may be read
-        from the metrics; not under a strategy, which reduces the metrics' state in the step."""
-        return replication.of(self) is None and isinstance(logs, dict) and \
-            set(logs) == {name for name, _ in self._named_results()}
+        """Whether a step's ``logs`` are the metrics' results, so that an epoch's logs may be
+        read from the metrics: Keras 3's test in ``_get_metrics_result_or_logs`` (the same
+        names), and the same values now, so that a ``train_step`` returning a value of its own
+        under a metric's name (its batch's loss, the loss tracker never updated) keeps its
+        logs.  Not under a strategy, which reduces the metrics' state in the step."""
+        if replication.of(self) is not None or not isinstance(logs, dict):
+            return False
+        named = self._named_results()
+        if set(logs) != {name for name, _ in named}:
+            return False
+        for name, metric in named:
+            logged, result = python_float(logs[name]), python_float(metric.result())
+            if not (isinstance(logged, float) and isinstance(result, float)
+                    and (logged == result or logged != logged and result != result)):
+                return False
+        return True
 
     # --- one step --------------------------------------------------------------------------------
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
