@@ -25,8 +25,9 @@ The peers run in the same process and in the same run. Their code is not copied:
 results instead of printing them, so the peers do exactly the work that file defines.
 
 Timing: W warm-up epochs (1 by default), then N timed epochs (5 by default). The figure is the
-median seconds per epoch, and steps/s is 363 divided by it. Every framework trains for the same
-W+N epochs, so all of them can be compared on validation MSE afterwards.
+median seconds per epoch (wall time, or with ``--clock cpu`` the main thread's CPU time), and
+steps/s is 363 divided by it. Every framework trains for the same W+N epochs, so all of them can
+be compared on validation MSE afterwards.
 
 Correctness: with the same initial weights, the same SGD and no shuffling, tapeflow's custom loop
 and model.fit must reach numpy-by-hand's validation MSE to within 1e-4. If they do not, the exit
@@ -34,7 +35,7 @@ status is 1, so a fast but wrong run cannot pass.
 
 Usage:  python benchmarks/bench_housing.py [--epochs N] [--warmup W]
             [--peers numpy,torch,tf,keras,jax] [--steps-per-execution 8,32]
-            [--profile] [--profile-fit]
+            [--clock wall|cpu] [--profile] [--profile-fit]
 """
 import argparse
 import cProfile
@@ -65,6 +66,11 @@ TARGET_VS_NUMPY = 3.0        # tapeflow s/epoch / numpy-by-hand s/epoch <= 3.0
 TARGET_TRACED_VS_NUMPY = 1.0   # traced steps/s / numpy-by-hand steps/s >= 1.0
 TARGET_TRACED_VS_TORCH = 5.0   # traced steps/s / pytorch eager steps/s >= 5.0
 TARGET_FIT_VS_TRACED = 0.9     # model.fit steps/s / traced steps/s >= 0.9
+
+# --clock: wall time, or this thread's CPU time: on a loaded machine it leaves out the time the
+# thread waits for a core (a BLAS pool's or torch's other threads are left out too: compare
+# tapeflow's rows with --peers '' and OPENBLAS_NUM_THREADS=1, where every row runs on one thread)
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 
 # Peer runs: key -> (module needed, label, how to call it in the peers file's namespace).
 PEERS = {
@@ -112,8 +118,9 @@ def module_available(mod):
 class Recorder:
     """Takes the place of peers_housing.timed: W warm-up epochs, N timed ones, then val MSE."""
 
-    def __init__(self, warmup, epochs, steps):
+    def __init__(self, warmup, epochs, steps, clock=time.perf_counter):
         self.warmup, self.epochs, self.steps = warmup, epochs, steps
+        self.clock = clock
         self.rows = {}  # label -> dict
         self.current = None  # the row key to file the next call under
         self.keep = {}  # label -> (epoch_fn, val_fn), for --profile
@@ -121,9 +128,9 @@ class Recorder:
     def __call__(self, name, epoch_fn, val_fn):
         ts = []
         for _ in range(self.warmup + self.epochs):
-            t = time.perf_counter()
+            t = self.clock()
             epoch_fn()
-            ts.append(time.perf_counter() - t)
+            ts.append(self.clock() - t)
         med = statistics.median(ts[self.warmup:])
         val = float(val_fn())
         label = self.current or name
@@ -242,6 +249,9 @@ def main(argv=None):
                     "(default 8,32; '' for none)")
     ap.add_argument("--profile", action="store_true",
                     help="cProfile one tapeflow custom-loop epoch (top 25 by tottime)")
+    ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                    help="what an epoch's time is: 'wall' (default), or 'cpu', this thread's CPU "
+                    "time, which a shared machine's load disturbs less (see CLOCKS)")
     ap.add_argument("--profile-fit", action="store_true",
                     help="cProfile one epoch of each tapeflow fit row as well")
     args = ap.parse_args(argv)
@@ -273,7 +283,7 @@ def main(argv=None):
     import tapeflow
     print(f"python {platform.python_version()}, numpy {np.__version__}, tapeflow "
           f"{tapeflow.__version__}, {os.cpu_count()} cpus; {args.warmup} warm-up + "
-          f"{args.epochs} timed epochs each, median s/epoch")
+          f"{args.epochs} timed epochs each, median s/epoch ({args.clock} clock)")
     print(f"SCIKIT_LEARN_DATA={os.environ['SCIKIT_LEARN_DATA']}")
 
     ns = load_peers(args.peers_file)
@@ -282,7 +292,7 @@ def main(argv=None):
           f"{len(ns['X_valid'])} valid rows, batch {ns['B']}, lr {ns['LR']}, {steps} steps/epoch")
     if steps != STEPS_PER_EPOCH:
         print(f"  note: {steps} steps per epoch, not the expected {STEPS_PER_EPOCH}")
-    rec = Recorder(args.warmup, args.epochs, steps)
+    rec = Recorder(args.warmup, args.epochs, steps, CLOCKS[args.clock])
     ns["timed"] = rec
     ns["EPOCHS"] = args.warmup + args.epochs
 

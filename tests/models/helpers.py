@@ -27,6 +27,18 @@ def small_model(name=None, seed=1, hidden=8, optimizer=None, loss="mse", metrics
     return model
 
 
+def noisy_model(steps_per_execution=1):
+    """Dropout, BatchNormalization and Adam with metrics: every kind of state a step changes."""
+    tf.random.set_seed(3)
+    model = tf.keras.Sequential([
+        tf.keras.Input((4,)), tf.keras.layers.Dense(8, activation="relu"),
+        tf.keras.layers.BatchNormalization(), tf.keras.layers.Dropout(0.3),
+        tf.keras.layers.Dense(1)])
+    model.compile(loss="mse", optimizer="adam", metrics=["mae"],
+                  steps_per_execution=steps_per_execution)
+    return model
+
+
 def assert_same_weights(a, b):
     wa, wb = a if isinstance(a, list) else a.get_weights(), b if isinstance(b, list) else b.get_weights()
     assert len(wa) == len(wb)

@@ -11,7 +11,7 @@ import pytest
 import tapeflow as tf
 from tapeflow.models import executions
 
-from .helpers import assert_same_weights
+from .helpers import assert_same_weights, noisy_model
 
 
 def example_model(units=1, steps_per_execution=1, run_eagerly=False, optimizer="sgd",
@@ -114,18 +114,6 @@ def test_predict_generator(steps_per_execution):
     np.testing.assert_array_equal(preds, np.concatenate([b[0] for b in generate_batches()]))
 
 
-def _noisy_model(steps_per_execution):
-    """Dropout, BatchNormalization and Adam with metrics: every kind of state a step changes."""
-    tf.random.set_seed(3)
-    model = tf.keras.Sequential([
-        tf.keras.Input((4,)), tf.keras.layers.Dense(8, activation="relu"),
-        tf.keras.layers.BatchNormalization(), tf.keras.layers.Dropout(0.3),
-        tf.keras.layers.Dense(1)])
-    model.compile(loss="mse", optimizer="adam", metrics=["mae"],
-                  steps_per_execution=steps_per_execution)
-    return model
-
-
 @pytest.mark.parametrize("steps_per_execution", [3, 32])
 def test_same_training_as_one_step_per_call(steps_per_execution):
     """Shuffled batches, a short last one, random draws: the weights, the optimizer's and
@@ -135,7 +123,7 @@ def test_same_training_as_one_step_per_call(steps_per_execution):
     y = rng.normal(size=(70, 1)).astype(np.float32)
     runs = []
     for n in (1, steps_per_execution):
-        model = _noisy_model(n)
+        model = noisy_model(n)
         tf.random.set_seed(5)
         history = model.fit(x, y, batch_size=8, epochs=2, verbose=0)
         runs.append((model, history.history))

@@ -116,7 +116,8 @@ class CallbackList:
             cb.set_params(params)
         # per-batch hooks cost time: call them only on callbacks that override them
         self._batch_end = [cb for cb in self.callbacks
-                           if _overrides(cb, "on_train_batch_end", "on_batch_end")]
+                           if _overrides(cb, "on_train_batch_end", "on_batch_end")
+                           and getattr(cb, "_reads_batches", _always)()]
         self._batch_begin = [cb for cb in self.callbacks
                              if _overrides(cb, "on_train_batch_begin", "on_batch_begin")]
 
@@ -144,6 +145,10 @@ class CallbackList:
     @property
     def wants_batch_logs(self):
         return bool(self._batch_end)
+
+
+def _always():
+    return True
 
 
 def _overrides(callback, *hooks):
@@ -213,6 +218,11 @@ class ProgbarLogger(Callback):
 
     def _interactive(self):
         return self.verbose == 1 and hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def _reads_batches(self):
+        """Whether this fit's batches move a bar: one line per epoch needs no batch's logs (fit
+        then skips computing them, ``CallbackList.wants_batch_logs``)."""
+        return self._interactive()
 
     def on_epoch_begin(self, epoch, logs=None):
         if self._interactive():

@@ -229,7 +229,8 @@ def batches(x, y, sample_weight, batch_size, shuffle=False, rng=None):
         else:
             sl = order[start:start + batch_size]
         if plain:  # one array each (the common case): no structure to walk per batch
-            yield tuple(Tensor(a[sl]) for a in given)
+            yield (Tensor(x[sl]), Tensor(y[sl])) if len(given) == 2 else \
+                tuple(Tensor(a[sl]) for a in given)
             continue
         def rows(a):
             return None if a is None else map_arrays(lambda v: Tensor(v[sl]), a)

@@ -204,6 +204,35 @@ class Model(Layer):
         for m in self.metrics:
             m.reset_state()
 
+    def _named_results(self):
+        """``[(log name, metric), ...]`` of ``metrics``: the compiled ones under the names
+        their logs use, a subclass's own ``metrics`` under their names (as Keras names them)."""
+        if type(self).metrics is Model.metrics:
+            return list(zip(self.metrics_names, self.metrics))
+        return [(m.name, m) for m in self.metrics]
+
+    def _metrics_result(self):
+        """``{log name: result}`` of every metric (Keras 3's ``get_metrics_result``)."""
+        return {name: m.result() for name, m in self._named_results()}
+
+    def _logs_are_metrics(self, logs):
+        """Whether a step's ``logs`` are the metrics' results, so that an epoch's logs may be
+        read from the metrics: Keras 3's test in ``_get_metrics_result_or_logs`` (the same
+        names), and the same values now, so that a ``train_step`` returning a value of its own
+        under a metric's name (its batch's loss, the loss tracker never updated) keeps its
+        logs.  Not under a strategy, which reduces the metrics' state in the step."""
+        if replication.of(self) is not None or not isinstance(logs, dict):
+            return False
+        named = self._named_results()
+        if set(logs) != {name for name, _ in named}:
+            return False
+        for name, metric in named:
+            logged, result = python_float(logs[name]), python_float(metric.result())
+            if not (isinstance(logged, float) and isinstance(result, float)
+                    and (logged == result or logged != logged and result != result)):
+                return False
+        return True
+
     # --- one step --------------------------------------------------------------------------------
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The compiled loss plus ``self.losses`` (the layers' ``add_loss`` losses of this
@@ -448,11 +477,16 @@ class Model(Layer):
         if self._initial_epoch is not None:  # BackupAndRestore restored a run: it goes on
             initial_epoch = self._initial_epoch
         skip, order_seed = self._initial_step or (0, None)
+        # Keras 3 reads an epoch's logs from the metrics where the steps' logs are theirs; then
+        # a step whose logs no callback reads runs for its effects only (its results are not
+        # computed).  Decided on the fit's first step's logs.
+        logs_from_metrics = None
+        effects_only = not cbs.wants_batch_logs and replication.of(self) is None
         epoch_logs = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
             cbs.on_epoch_begin(epoch)
-            logs = {}
+            logs, stepped = {}, False
             # each epoch's order drawn from the random state as the epoch starts, so that a run
             # resumed at an epoch with that state restored sees the same order; kept in
             # _epoch_order_seed for a checkpoint written mid-epoch
@@ -466,14 +500,21 @@ class Model(Layer):
             for step, group in executions.groups(batches, per_execution, start=skip):
                 cbs.on_train_batch_begin(step)
                 self._build_on(group[0])
-                logs = train_steps(group)
-                if cbs.wants_batch_logs:
-                    cbs.on_train_batch_end(step + per_execution - 1, BatchLogs(dict(logs)))
+                stepped = True
+                if effects_only and logs_from_metrics:
+                    train_steps.for_effects(group)
+                else:
+                    logs = train_steps(group)
+                    if logs_from_metrics is None:
+                        logs_from_metrics = self._logs_are_metrics(logs)
+                    if cbs.wants_batch_logs:
+                        cbs.on_train_batch_end(step + per_execution - 1, BatchLogs(dict(logs)))
                 if self.stop_training:
                     break
             feed.end_epoch()
             skip, order_seed = 0, None
-            epoch_logs = _floats(logs)
+            epoch_logs = _floats(self._metrics_result() if stepped and logs_from_metrics
+                                 else logs)
             if validation_data is not None and (epoch + 1) % validation_freq == 0:
                 if feeds.is_batch_source(validation_data):
                     val = self.evaluate(validation_data, steps=validation_steps, verbose=0,
@@ -504,10 +545,16 @@ class Model(Layer):
         logs = {}
         test_steps = self._multi_step("test", self.make_test_function())
         per_execution = executions.per_execution(self.steps_per_execution, feed.steps)
+        logs_from_metrics = None  # as fit: the steps after the first run for their effects
         for _, group in executions.groups(feed.epoch(), per_execution):
             self._build_on(group[0])
-            logs = test_steps(group)
-        return _as_returned(logs, return_dict)
+            if logs_from_metrics:
+                test_steps.for_effects(group)
+            else:
+                logs = test_steps(group)
+                if logs_from_metrics is None:
+                    logs_from_metrics = self._logs_are_metrics(logs)
+        return _as_returned(self._metrics_result() if logs_from_metrics else logs, return_dict)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """Outputs for ``x`` (arrays, or a ``tf.data.Dataset`` whose elements' first part is
