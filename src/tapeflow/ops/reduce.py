@@ -87,8 +87,10 @@ def _mean_kernel(in_types, attrs):
     if axes is None and not keepdims and dtype.name in _NP_FLOATS:
         # The whole-array mean of a loss: a float array sums in its own dtype by default, and
         # a scalar of that dtype divided by one stays it (the expression holds only ints).
-        return Inline(f"({{0}}.sum() / {_NP_FLOATS[dtype.name]}({int(count)}))")
-    return lambda x: (x.sum(axis=axes, keepdims=keepdims, dtype=dtype) / divisor).astype(
+        # np.add.reduce is what ndarray.sum calls (the same bits), without its Python wrapper
+        # (~0.5 us of a small loss's mean)
+        return Inline(f"(np.add.reduce({{0}}, None) / {_NP_FLOATS[dtype.name]}({int(count)}))")
+    return lambda x: (np.add.reduce(x, axes, dtype, None, keepdims) / divisor).astype(
         dtype, copy=False)
 
 

@@ -1,7 +1,8 @@
 """Making a traced Graph fast to run, and running it.
 
 ``optimize`` rewrites a graph once: constant folding (pure equations on
-constants run now), common-subexpression elimination (the same op on the same
+constants run now), a negated product of a constant folded into the constant (``peephole``),
+common-subexpression elimination (the same op on the same
 operands with equal attributes is computed once) and dead-code elimination
 (equations no output, assignment or random draw depends on are dropped).
 
@@ -33,6 +34,7 @@ from ..core.tensor import Tensor
 from . import memory_plan
 from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph, describe_source, is_effect
 from .memory_plan import BufferPool, owned, plan_memory
+from .peephole import fold_negated_product
 
 __all__ = ["optimize", "compile_graph", "interpret"]
 
@@ -48,6 +50,7 @@ def optimize(graph):
     consts = dict(graph.consts)
     rename = {}
     seen = {}
+    made_by = {}  # value id -> the kept equation that computes it (for the peephole)
     eqns = []
     for e in graph.eqns:
         ins = tuple(rename.get(i, i) for i in e.inputs)
@@ -64,6 +67,9 @@ def optimize(graph):
                     consts[o] = r
                 continue
         if pure:
+            folded = fold_negated_product(e, ins, made_by, consts, out)
+            if folded is not None:
+                e, ins = folded, folded.inputs
             key = _cse_key(e.op, e.attrs, ins)
             if key is not None:
                 prev = seen.get(key)
@@ -72,6 +78,8 @@ def optimize(graph):
                     continue
                 seen[key] = e.outputs
         eqns.append(Eqn(e.op, e.attrs, ins, e.outputs, e.source))
+        for o in e.outputs:
+            made_by[o] = eqns[-1]
     outputs = [rename.get(o, o) for o in graph.outputs]
     # Dead code: walk back from the outputs and the effects.
     live = set(outputs)
