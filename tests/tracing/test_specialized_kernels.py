@@ -18,6 +18,11 @@ def arr(*shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
 
 
+def _with_signed_zeros_and_nan(a):
+    a.flat[:4] = [-0.0, 0.0, np.nan, -np.inf]
+    return a
+
+
 # op name -> [(inputs, attrs)]
 CASES = {
     "BatchMatMulV2": [
@@ -46,6 +51,12 @@ CASES = {
         ((arr(4, 6, 5),), {"shape": (6, 1), "batch_ndim": 0}),
         ((arr(3, 4, 5),), {"shape": (4, 5), "batch_ndim": 1}),
         ((arr(4, 5),), {"shape": (4, 5), "batch_ndim": 0}),
+        # from array_rows.TILE_FROM elements a product with ones (BLAS), eagerly too
+        ((arr(512, 64),), {"shape": (64,), "batch_ndim": 0}),
+        ((arr(512, 64),), {"shape": (1, 64), "batch_ndim": 0}),
+        ((arr(2, 256, 64),), {"shape": (64,), "batch_ndim": 1}),
+        ((arr(64, 32, 16, dtype=np.float64),), {"shape": (1, 16), "batch_ndim": 0}),
+        ((arr(64, 32, 16),), {"shape": (32, 1), "batch_ndim": 0}),  # not leading: numpy's sum
     ],
     "Mean": [
         ((arr(32, 1),), {"axes": None, "keepdims": False}),
@@ -56,7 +67,9 @@ CASES = {
         ((arr(3, 5),), {"axes": None, "keepdims": True}),
     ],
     "Relu": [((arr(32, 30),), {}), ((np.array([-0.0, 0.0, np.nan, -1.0, 2.0], np.float32),), {}),
-             ((arr(4, 3, dtype=np.float64),), {}), ((arr(6, dtype=np.float16),), {})],
+             ((arr(4, 3, dtype=np.float64),), {}), ((arr(6, dtype=np.float16),), {}),
+             ((_with_signed_zeros_and_nan(arr(512, 64)),), {}),  # wide rows against zeros
+             ((arr(8, 64, 65, dtype=np.float64),), {})],
     "Square": [((arr(32, 1),), {}), ((np.arange(5, dtype=np.int32),), {})],
     "SelectV2": [
         ((np.asarray(True), np.asarray(1.5, np.float32), np.asarray(-2.0, np.float32)), {}),
@@ -83,7 +96,7 @@ CASES = {
                            ((arr(1024, 64, dtype=np.float64), arr(1024, 64, dtype=np.float64)),
                             {"activation": "sigmoid"})],
     "BiasAddGrad": [((arr(32, 1),), {"ndim": 2}), ((arr(2, 4, 6, 5),), {"ndim": 3})],
-    # fit's loss tracker weighs each step by the batch's length, read where the graph runs
+    # fit's loss tracker weighs each step by the batch's length, made once for a known shape
     "MetricValues": [((arr(32, 8),), {"fn": _leading_size, "kwargs": ()}),
                      ((arr(7),), {"fn": _leading_size, "kwargs": ()})],
 }

@@ -14,6 +14,12 @@ functions do the rest the same way for both:
   back to the input's dtype, summed back to its shape (``unbroadcast``, leading
   jacobian axes kept) and accumulated (``accumulate``).
 """
+import math
+
+import numpy as np
+
+from .. import backend
+from .array_rows import sums_rows_by_blas
 from .dispatch import apply
 from .installed_ops import OPS
 from .registry import NOT_DIFFERENTIABLE, Inline, def_primitive
@@ -107,10 +113,23 @@ def _summed_axes(gshape, shape, batch_ndim):
     return axes
 
 
+def _blas_rows(gshape, axes, batch_ndim, dtype):
+    """How many rows a large float sum over ``axes`` adds up as a product with ones (the axes
+    right after the batch ones, ``array_rows``), or 0 for numpy's sum."""
+    if not sums_rows_by_blas(dtype, math.prod(gshape)) or \
+            list(axes) != list(range(batch_ndim, batch_ndim + len(axes))):
+        return 0
+    return math.prod(gshape[batch_ndim:batch_ndim + len(axes)])
+
+
 def _sum_to_shape(g, shape, batch_ndim):
     gshape = g.shape
     axes = _summed_axes(gshape, shape, batch_ndim)
-    if axes:
+    rows = _blas_rows(gshape, axes, batch_ndim, g.dtype) if axes else 0
+    if rows:  # (N, C) -> (C,) and the like: BLAS's gemv, as the compiled kernel runs it
+        g = backend.array_module(g).ones(rows, g.dtype) @ g.reshape(
+            gshape[:batch_ndim] + (rows, -1))
+    elif axes:
         g = g.sum(axis=tuple(axes), dtype=g.dtype)
     return g.reshape(gshape[:batch_ndim] + tuple(shape))
 
@@ -133,6 +152,12 @@ def _sum_to_shape_kernel(in_types, attrs):
     out_shape = tuple(gshape[:batch_ndim]) + tuple(shape)
     if not axes:
         return lambda g: g.reshape(out_shape)
+    rows = _blas_rows(gshape, axes, batch_ndim, dtype)
+    if rows:
+        ones = np.ones(rows, dtype)  # read only, shared by every call
+        stacked = tuple(gshape[:batch_ndim]) + (rows, math.prod(gshape) // rows // max(
+            math.prod(gshape[:batch_ndim]), 1))
+        return lambda g: (ones @ g.reshape(stacked)).reshape(out_shape)
     axes = tuple(axes)
     summed = tuple(d for i, d in enumerate(gshape) if i not in axes)
     if summed == out_shape and is_float_dtype(dtype):

@@ -36,7 +36,7 @@ from .. import replication
 from ..core import nest
 from ..core.context import context
 from ..core.tape import GradientTape
-from ..core.tensor import Tensor, convert_to_tensor
+from ..core.tensor import Tensor
 from ..layers.base import Layer
 from ..ops.reduce import reduce_sum
 from ..ops.shape import concat
@@ -850,15 +850,12 @@ def _verbosity(verbose):
 
 
 def _batch_length(x, y_pred):
-    """The batch's size: a Python int eagerly; inside a trace a float32 constant where the
-    traced shape has the size (a graph per batch shape, as fit's are: no equation left to run),
-    else a tensor computed when the graph runs (so one graph serves full and short batches)."""
+    """The batch's size: a Python int eagerly; inside a trace a tensor computed when the graph
+    runs (so one graph serves full and short batches)."""
     for t in (nest.flatten(y_pred)[0], nest.flatten(x)[0]):
         shape = getattr(t, "shape", None)
         if shape is not None and len(shape) > 0:
             if context().trace is not None and isinstance(t, Tensor):
-                if shape[0] is not None:
-                    return convert_to_tensor(np.float32(shape[0]))
                 return metrics_module.batch_size_tensor(t)
             return int(shape[0])
     return 1

@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from ..core.array_rows import BLAS_SUM_DTYPES as _BLAS_SUM_DTYPES, TILE_FROM as _TILE_FROM
+from ..core.array_rows import wide_rows as _wide_rows
 from ..core.dispatch import apply
 from ..core.registry import Inline, def_primitive
 from ..dtypes import is_float_dtype
@@ -28,23 +30,9 @@ from .shape import broadcast_to, expand_dims
 __all__ = ["ACTIVATIONS", "bias_activation", "activation_slope"]
 
 ACTIVATIONS = ("linear", "relu", "sigmoid", "tanh")
-_TILED_ELEMENTS = 2048  # a row this long makes numpy's inner loop, not its per-row calls, the cost
-# From about this many elements the tiled rows pay for their set-up (measured: 512 x 64 float32
-# 28 us tiled against 32 plain; 256 x 64: 27 against 23); below it the plain ufuncs are faster.
-_TILE_FROM = 32768
-_BLAS_SUM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 # --- forward -----------------------------------------------------------------------------
-def _wide_rows(shape):
-    """(rows, k * units) and k for an array of ``shape`` (last axis units): wider rows for a
-    bias broadcast along them (numpy runs its inner loop once per row)."""
-    units = shape[-1]
-    rows = math.prod(shape) // units
-    k = math.gcd(rows, max(1, _TILED_ELEMENTS // units))
-    return (rows // k, k * units), k
-
-
 def _bias_activation_forward(y, bias, *, activation):
     xp = array_module(y, bias)
     if xp is not np or y.size < _TILE_FROM or not y.flags.c_contiguous:

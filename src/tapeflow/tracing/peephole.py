@@ -5,7 +5,8 @@
 ``2/n * (y_true - y_pred)``), and the negation is then one pass over the array less.
 ``-(c * x)`` and ``(-c) * x`` give the same bits for every dtype numpy negates: IEEE
 multiplication rounds the magnitude and takes the sign from the operands' signs, and
-integers (signed or not) wrap modulo 2**bits either way.
+integers (signed or not) wrap modulo 2**bits either way.  Only a NaN's sign bit may differ,
+which no comparison sees.
 """
 import numpy as np
 
