@@ -60,6 +60,7 @@ CASES = {
     ],
     "Mean": [
         ((arr(32, 1),), {"axes": None, "keepdims": False}),
+        ((arr(3, 7),), {"axes": None, "keepdims": False}),  # divided by 21.0: rounds as by float32(21)
         ((arr(7, 5),), {"axes": (-1,), "keepdims": True}),
         ((arr(7, 5, 3),), {"axes": (-3, -1), "keepdims": False}),
         ((arr(6, 4, dtype=np.float64),), {"axes": (-2,), "keepdims": False}),

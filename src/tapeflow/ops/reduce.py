@@ -84,17 +84,15 @@ def _mean_kernel(in_types, attrs):
     if count == 0:
         return None
     divisor = dtype.type(count)
-    if axes is None and not keepdims and dtype.name in _NP_FLOATS:
+    if axes is None and not keepdims and dtype.name in ("float32", "float64"):
         # The whole-array mean of a loss: a float array sums in its own dtype by default, and
-        # a scalar of that dtype divided by one stays it (the expression holds only ints).
-        # np.add.reduce is what ndarray.sum calls (the same bits), without its Python wrapper
-        # (~0.5 us of a small loss's mean)
-        return Inline(f"(np.add.reduce({{0}}, None) / {_NP_FLOATS[dtype.name]}({int(count)}))")
+        # numpy 2 divides a scalar of that dtype by a Python float in that dtype (NEP 50: the
+        # same bits as by ``dtype.type(count)``, without making that scalar every call).
+        # np.add.reduce is what ndarray.sum calls, without its Python wrapper (~0.5 us a call).
+        # The expression holds nothing but the count, an int.
+        return Inline(f"(np.add.reduce({{0}}, None) / {float(int(count))!r})")
     return lambda x: (np.add.reduce(x, axes, dtype, None, keepdims) / divisor).astype(
         dtype, copy=False)
-
-
-_NP_FLOATS = {"float32": "np.float32", "float64": "np.float64"}
 
 
 def _restore_reduced(op, t):
