@@ -49,7 +49,7 @@ def test_a_small_bias_gradient_keeps_numpys_sum():
     np.testing.assert_array_equal(got.numpy(), w.sum(axis=0))
 
 
-def test_a_large_relu_compiled_gives_the_eager_bits():
+def test_a_large_relu_compiled_gives_the_eager_bits(request):
     x = RNG.standard_normal((512, 64)).astype(np.float32)
     x.flat[:4] = [-0.0, 0.0, np.nan, -np.inf]
     x = tf.constant(x)
@@ -57,5 +57,7 @@ def test_a_large_relu_compiled_gives_the_eager_bits():
     got, want = relu(x).numpy(), tf.nn.relu(x).numpy()
     np.testing.assert_array_equal(got, want)
     assert np.array_equal(np.signbit(got), np.signbit(want))
+    if request.config.getoption("--device") == "strict":
+        return  # specialized kernels are numpy's: a device graph runs the op's own forward
     kernels = relu.get_concrete_function(x)._run.__globals__
     assert [getattr(k, "__name__", None) for k in kernels.values()].count("relu_wide_rows") == 1
