@@ -36,6 +36,6 @@ def test_a_free_batch_size_is_read_when_the_graph_runs():
     known = _metric_values_in_place([((16, 8), np.dtype(np.float32))], attrs)
     for rows in (16, 5):
         batch = np.zeros((rows, 8), np.float32)
-        size = eval(free.format("batch"), {"np": np}, {"batch": batch})  # noqa: S307 - tapeflow's template
+        size = eval(free.format("batch"), {"np": np}, {"batch": batch})  # tapeflow's own template
         assert size.dtype == np.float32 and size == rows
     assert known(np.zeros((16, 8), np.float32)) == 16

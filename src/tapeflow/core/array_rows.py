@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-__all__ = ["TILE_FROM", "BLAS_SUM_DTYPES", "wide_rows", "sums_rows_by_blas"]
+__all__ = ["BLAS_SUM_DTYPES", "TILE_FROM", "sums_rows_by_blas", "wide_rows"]
 
 _TILED_ELEMENTS = 2048  # a row this long makes numpy's inner loop, not its per-row calls, the cost
 # From about this many elements the tiled rows pay for their set-up (measured: 512 x 64 float32

@@ -19,7 +19,8 @@ import math
 
 import numpy as np
 
-from ..core.array_rows import BLAS_SUM_DTYPES as _BLAS_SUM_DTYPES, TILE_FROM as _TILE_FROM
+from ..core.array_rows import BLAS_SUM_DTYPES as _BLAS_SUM_DTYPES
+from ..core.array_rows import TILE_FROM as _TILE_FROM
 from ..core.array_rows import wide_rows as _wide_rows
 from ..core.dispatch import apply
 from ..core.registry import Inline, def_primitive
