@@ -66,6 +66,7 @@ def test_the_forward_pass_is_the_same_either_way(tmp_path, custom):
     assert done.stdout.strip() == "[1.0, -2.5]"
 
 
+@pytest.mark.child_process  # saves and loads in one child process
 def test_in_the_saving_process_the_gradient_is_still_known_without_custom_gradients(tmp_path):
     """The seed's note: saved with experimental_custom_gradients=False, the gradient is the
     same when loaded in the same process (the registry still knows it)."""

@@ -35,11 +35,18 @@ class HostLeak(TypeError):
 
 def _unwrap(value):
     """numpy data of a strict array (recursively in lists, tuples and dicts); refuses numpy arrays."""
+    kind = type(value)
+    if kind is StrictArray:  # the common cases first, by exact type: every call unwraps
+        return value._data
+    if kind in _SCALARS:
+        return value
     if isinstance(value, StrictArray):
         return value._data
     if isinstance(value, np.ndarray):
         raise HostLeak(f"a numpy array (shape {value.shape}) mixed with device arrays; move it "
                        "to the device first (xp.asarray)")
+    if kind is tuple or kind is list:
+        return kind([_unwrap(v) for v in value])
     if isinstance(value, (list, tuple)):
         return type(value)(_unwrap(v) for v in value)
     if isinstance(value, dict):
@@ -47,8 +54,13 @@ def _unwrap(value):
     return value
 
 
+_SCALARS = frozenset([int, float, bool, str, type(None), slice, type(Ellipsis)])
+
+
 def _wrap(value):
     """numpy results as strict arrays (a numpy scalar as a 0-d array, as CuPy gives)."""
+    if type(value) is np.ndarray:  # the common case, before the isinstance chain
+        return StrictArray(value)
     if isinstance(value, np.ndarray):
         return StrictArray(value)
     if isinstance(value, np.generic) and not isinstance(value, (np.str_, np.bytes_)):
@@ -63,7 +75,9 @@ def _wrap(value):
 
 def _strict(fn):
     def call(*args, **kwargs):
-        return _wrap(fn(*_unwrap(args), **_unwrap(kwargs)))
+        if kwargs:
+            return _wrap(fn(*_unwrap(args), **_unwrap(kwargs)))
+        return _wrap(fn(*_unwrap(args)))
     call.__name__ = getattr(fn, "__name__", "fn")
     return call
 
@@ -73,9 +87,10 @@ class _Ufunc:
 
     def __init__(self, ufunc):
         self._ufunc = ufunc
+        self._call = _strict(ufunc)  # made once, not at every call
 
     def __call__(self, *args, **kwargs):
-        return _strict(self._ufunc)(*args, **kwargs)
+        return self._call(*args, **kwargs)
 
     def __getattr__(self, name):
         attr = getattr(self._ufunc, name)
@@ -112,6 +127,12 @@ class StrictArray:
     def __array_function__(self, func, types_, args, kwargs):
         raise HostLeak(f"numpy.{func.__name__} called on a device array; use the array module "
                        "of the data (backend.array_module)")
+
+    # read at every op: the same values __getattr__ gives, without its lookups and wrapping
+    shape = property(lambda self: self._data.shape)
+    dtype = property(lambda self: self._data.dtype)
+    ndim = property(lambda self: self._data.ndim)
+    size = property(lambda self: self._data.size)
 
     def __getattr__(self, name):
         if name.startswith("__"):  # numpy's __array_interface__ & co would hand it the data
@@ -173,10 +194,11 @@ def _binary(name):
     method = getattr(np.ndarray, name)
 
     def op(self, other):
-        data = _operand(other)
+        data = other._data if type(other) is StrictArray else _operand(other)
         if data is None:
             return NotImplemented
-        return _wrap(method(self._data, data))
+        result = method(self._data, data)
+        return StrictArray(result) if type(result) is np.ndarray else _wrap(result)
     op.__name__ = name
     return op
 
