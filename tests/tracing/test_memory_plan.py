@@ -119,13 +119,17 @@ def test_two_threads_calling_one_function_get_their_own_results(planned):
     assert not errors, errors
 
 
-def test_a_call_at_other_shapes_runs_without_the_buffers(planned):
+def test_a_direct_call_at_other_shapes_is_refused_not_run_on_the_buffers(planned):
+    """A ConcreteFunction's buffers (and kernels) are sized for its traced types: a call at
+    another shape is TensorFlow's binding TypeError, not a (6, 5) buffer broadcast into."""
     f = tf.function(_layer)
     w = tf.constant(_data(0, (4, 5)))
     concrete = f.get_concrete_function(tf.constant(_data(1)), w)
     assert not planned or "out=b" in concrete._run.source
-    x = _data(3, (1, 4))  # would broadcast into a (6, 5) buffer
-    got, total = concrete(tf.constant(x), w)
+    x = _data(3, (1, 4))
+    with pytest.raises(TypeError, match=r"can not cast TensorSpec\(shape=\(1, 4\)"):
+        concrete(tf.constant(x), w)
+    got, total = f(tf.constant(x), w)  # the tf.function traces for it
     want, want_total = _reference(x, w.numpy())
     assert got.shape == (1, 5)
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)

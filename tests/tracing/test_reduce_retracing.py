@@ -71,3 +71,19 @@ def test_an_input_signature_of_free_sizes_multiplies_at_every_size():
     for inner in (1, 3):
         a, b = _pair(rng, inner)
         np.testing.assert_allclose(f(a, b).numpy(), a @ b, rtol=1e-6)
+
+
+def test_a_concrete_function_called_at_another_shape_or_dtype_is_refused():
+    """Its compiled mean holds the traced count: (3, 2) ones gave 0.75. TensorFlow refuses the
+    call (a binding TypeError); a signature's free sizes still take any size."""
+    f = tf.function(tf.reduce_mean)
+    concrete = f.get_concrete_function(tf.TensorSpec((4, 2), tf.float32))
+    assert concrete(np.ones((4, 2), "float32")).numpy() == 1.0
+    with pytest.raises(TypeError, match="can not cast"):
+        concrete(np.ones((3, 2), "float32"))
+    with pytest.raises(TypeError, match="dtype=tf.float64"):
+        concrete(tf.constant(np.ones((4, 2))))
+    free = tf.function(tf.reduce_mean).get_concrete_function(
+        tf.TensorSpec((None, 2), tf.float32))
+    for rows in (3, 7):
+        assert free(np.full((rows, 2), 2.0, "float32")).numpy() == 2.0

@@ -799,7 +799,24 @@ class ConcreteFunction:
         if tensors is None:
             tensors = [a if isinstance(a, Tensor) else convert_to_tensor(a)
                        for a in nest.flatten((args, kwargs)) if not isinstance(a, Variable)]
+        self._check_bound(tensors)
         return self._call_flat(tensors)
+
+    def _check_bound(self, tensors):
+        """Each tensor of a direct call against the type it was traced for: the compiled kernels
+        hold the traced sizes (a mean its count), so another size would run silently wrong."""
+        if len(tensors) != len(self.graph.inputs):
+            return  # _call_flat's message
+        for k, (t, vid) in enumerate(zip(tensors, self.graph.inputs)):
+            shape, dtype = self.graph.types[vid]
+            got = tuple(t.shape)
+            if t.dtype != dtype or len(got) != len(shape) or \
+                    any(d is not None and d != g for d, g in zip(shape, got)):
+                raise TypeError(
+                    f"Binding inputs to tf.function `{self.name}` failed: can not cast "
+                    f"{TensorSpec(got, t.dtype)} to {TensorSpec(shape, dtype)} (input {k}; a "
+                    f"ConcreteFunction runs only for the types it was traced for: call the "
+                    f"tf.function, which traces for new ones)")
 
     def _structured_tensors(self, args, kwargs):
         if self.structured_arguments is None:
