@@ -46,6 +46,13 @@ def assert_same_weights(a, b):
         np.testing.assert_array_equal(u, v)
 
 
+def assert_same_training(a, b):
+    """Two fitted models ended with the same weights and the same optimizer state, bit for bit."""
+    assert_same_weights(a, b)
+    assert_same_weights([v.numpy() for v in a.optimizer.variables],
+                        [v.numpy() for v in b.optimizer.variables])
+
+
 def weights_differ(a, b):
     return any(not np.array_equal(u, v) for u, v in zip(a, b))
 
