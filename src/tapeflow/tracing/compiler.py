@@ -12,7 +12,7 @@ no Tensor objects, no dictionary lookups while it runs (tinygrad's TinyJit
 replays the same way, with the input buffers swapped in); an op whose kernel is
 a Python operator is written as that operator (``registry.Inline``).  Each value is
 dropped after its last use, and optimizer updates may write into their Variables' arrays
-(``memory_plan``).  Its source is built from integers and those templates of tapeflow's
+(``memory_plan``); small ones of one optimizer run as one call (``update_groups``).  Its source is built from integers and those templates of tapeflow's
 own op modules: op names, attributes and anything else from a graph never become code.
 
 ``interpret`` runs a graph op by op through ``apply`` on Tensors instead: that
@@ -35,6 +35,7 @@ from . import memory_plan
 from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph, describe_source, is_effect
 from .memory_plan import BufferPool, owned, plan_memory
 from .peephole import fold_negated_product
+from .update_groups import group_updates
 
 __all__ = ["optimize", "compile_graph", "interpret"]
 
@@ -134,6 +135,8 @@ def compile_graph(graph, tensors=False, xp=np, buffers=None, in_place=False, fre
     them); ``in_place`` lets optimizer updates overwrite Variables' arrays nothing else holds.
     """
     specialize = xp is np
+    if specialize:  # small optimizer updates of one op as one call (numpy kernels only)
+        graph = group_updates(graph)
     if buffers is None:
         buffers = memory_plan.BUFFERS
     plan = plan_memory(graph, buffers=buffers and specialize, in_place=in_place and specialize) \
