@@ -156,10 +156,11 @@ def _grouped_kernel(forward, attrs, count, per_variable):
         laid = [np.concatenate(own[j::per_variable], axis=None) for j in range(per_variable)]
         results = forward(*laid, *operands[count * per_variable:], **attrs)
         parts, start = [], 0
-        for variable in own[::per_variable]:
+        for variable in own[::per_variable]:  # plain loops: a generator costs a frame each
             end = start + variable.size
             shape = variable.shape
-            parts.extend(r[start:end].reshape(shape) for r in results)
+            for result in results:
+                parts.append(result[start:end].reshape(shape))
             start = end
         return tuple(parts)
     grouped_update.__qualname__ = f"grouped_update[{count} x {getattr(forward, '__name__', '?')}]"
