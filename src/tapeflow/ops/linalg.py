@@ -9,6 +9,8 @@ import string
 
 import numpy as np
 
+from ..core.array_rows import outer as _outer
+from ..core.array_rows import outer_by_blas as _outer_by_blas
 from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
 from ..core.registry import Inline, def_primitive
@@ -35,7 +37,10 @@ def _matmul_arrays(a, b, transpose_a, transpose_b):
         a = xp.swapaxes(a, -1, -2)
     if transpose_b:
         b = xp.swapaxes(b, -1, -2)
-    if a.shape[-1] == 1:  # an outer product: broadcasting is faster than BLAS
+    if a.shape[-1] == 1:  # an outer product: broadcasting is faster than BLAS's GEMM
+        if xp is np and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype \
+                and _outer_by_blas(a.dtype, a.shape[0] * b.shape[1]):
+            return _outer(a, b)  # BLAS's rank-1 update is faster still (``core/array_rows``)
         return a * b
     if a.ndim > 2 and b.ndim == 2 and not transpose_a:  # one large product, not a batch loop
         return (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[-1],))
@@ -77,8 +82,17 @@ def _matmul_kernel(in_types, attrs):
     if len(sa) != 2 or len(sb) != 2 or None in sa or None in sb or not is_inexact_dtype(da) \
             or da.itemsize == 2:  # _matmul_forward's float32 products (half_in_float32)
         return None
-    product = "*" if (sa[0] if ta else sa[1]) == 1 else "@"  # ``_matmul_forward``'s outer product
+    outer = (sa[0] if ta else sa[1]) == 1  # ``_matmul_forward``'s outer product
+    if outer and da == db and _outer_by_blas(da, (sa[1] if ta else sa[0]) * (sb[0] if tb else sb[1])):
+        return _outer_kernel(ta, tb)
+    product = "*" if outer else "@"
     return Inline(f"{{0}}{'.T' if ta else ''} {product} {{1}}{'.T' if tb else ''}")
+
+
+def _outer_kernel(ta, tb):
+    def outer_product(a, b):  # as ``_matmul_arrays``: the same bits, eager or compiled
+        return _outer(a.T if ta else a, b.T if tb else b)
+    return outer_product
 
 
 MATMUL = def_primitive("BatchMatMulV2", _matmul_forward, grad=_matmul_grad, saves="inputs",
