@@ -110,7 +110,7 @@ def test_grouped_step_gives_the_eager_steps_bits(amsgrad, grouped):
 
 def test_large_variables_are_left_to_their_in_place_updates(monkeypatch, grouped):
     monkeypatch.setattr(memory_plan, "MIN_BUFFER_BYTES", 16)  # small: (1,) and () float32
-    variables, _, step = _problem(False)
+    _, _, step = _problem(False)
     traced = tf.function(step)
     traced()
     source = traced.get_concrete_function()._run.source

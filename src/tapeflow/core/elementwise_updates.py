@@ -9,7 +9,7 @@ those other operands as one call on their operands laid end to end, with the sam
 (``tracing/update_groups.py``).  An op declares that here, beside its forward.
 """
 
-__all__ = ["register_elementwise_update", "elementwise_operands"]
+__all__ = ["elementwise_operands", "register_elementwise_update"]
 
 _PER_VARIABLE = {}  # op name -> how many leading operands are per-variable arrays
 

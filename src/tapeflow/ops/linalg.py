@@ -83,7 +83,8 @@ def _matmul_kernel(in_types, attrs):
             or da.itemsize == 2:  # _matmul_forward's float32 products (half_in_float32)
         return None
     outer = (sa[0] if ta else sa[1]) == 1  # ``_matmul_forward``'s outer product
-    if outer and da == db and _outer_by_blas(da, (sa[1] if ta else sa[0]) * (sb[0] if tb else sb[1])):
+    size = (sa[1] if ta else sa[0]) * (sb[0] if tb else sb[1])
+    if outer and da == db and _outer_by_blas(da, size):
         return _outer_kernel(ta, tb)
     product = "*" if outer else "@"
     return Inline(f"{{0}}{'.T' if ta else ''} {product} {{1}}{'.T' if tb else ''}")

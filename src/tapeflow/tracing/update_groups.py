@@ -57,7 +57,7 @@ def group_updates(graph):
 
 
 class _Group:
-    __slots__ = ("members", "assigned")
+    __slots__ = ("assigned", "members")
 
     def __init__(self):
         self.members = []     # positions of its update equations
