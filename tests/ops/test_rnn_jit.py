@@ -6,7 +6,7 @@ import pytest
 
 numba = pytest.importorskip("numba")
 
-from tapeflow.ops import _lstm_numba, rnn, rnn_jit  # noqa: E402 - after the skip
+from tapeflow.ops import _lstm_numba, jit, rnn, rnn_jit  # noqa: E402 - after the skip
 
 ATTRS = dict(kind="lstm", has_bias=False, has_mask=False, zero_output=False)
 
@@ -54,11 +54,11 @@ def test_limits_and_nan():
     assert _compiled(2, x)[5] == 0.0 and _compiled(1, x)[5] == 0.5
 
 
-def _sequence(batch, steps, units, seed, with_init, jit, monkeypatch):
+def _sequence(batch, steps, units, seed, with_init, compiled, monkeypatch):
     """The forward's outputs and the backward's gradients, through the compiled steps or
     numpy's (the kernels switched off for this call)."""
-    if not jit:
-        monkeypatch.setattr(rnn_jit, "_STATE", {"loaded": True, "kernels": None})
+    if not compiled:
+        monkeypatch.setattr(jit, "_LOADED", {"_lstm_numba": None})
     rng = np.random.default_rng(seed)
     f32 = np.float32
     projected = rng.normal(scale=2.0, size=(batch, steps, 4 * units)).astype(f32)
@@ -94,5 +94,5 @@ def test_other_dtypes_and_arrays_take_numpys_steps():
 
 def test_switched_off_by_the_environment(monkeypatch):
     monkeypatch.setenv("TAPEFLOW_JIT", "0")
-    monkeypatch.setattr(rnn_jit, "_STATE", {"loaded": False, "kernels": None})
+    monkeypatch.setattr(jit, "_LOADED", {})
     assert rnn_jit.lstm_kernels(np.zeros(2, np.float32)) is None

@@ -12,33 +12,20 @@ either path's backward.
 Used for float32 numpy arrays without a mask when numba imports and ``TAPEFLOW_JIT`` is not
 ``0``; everything else (CuPy, other dtypes, masks, the strict device) runs the numpy steps.
 Compiled on first use and cached on disk (numba's ``cache=True``, next to this file or in
-``NUMBA_CACHE_DIR``).
+``NUMBA_CACHE_DIR``); ``jit.py`` loads them.
 """
-import os
-
 import numpy as np
 
-__all__ = ["lstm_kernels"]
+from . import jit
 
-_STATE = {"loaded": False, "kernels": None}
+__all__ = ["lstm_kernels", "run_forward", "run_backward"]
 
 
 def lstm_kernels(*arrays):
     """``(forward_step, backward_step)`` compiled, or None where the numpy steps must run:
     numba missing or switched off, or an operand that is not a float32 numpy array."""
-    if not all(type(a) is np.ndarray and a.dtype == np.float32 for a in arrays):
-        return None
-    if not _STATE["loaded"]:
-        _STATE["loaded"] = True
-        if os.environ.get("TAPEFLOW_JIT", "1") != "0":
-            try:
-                import numba  # noqa: F401 - the optional jit extra
-            except ImportError:
-                pass
-            else:
-                from . import _lstm_numba
-                _STATE["kernels"] = (_lstm_numba.forward_step, _lstm_numba.backward_step)
-    return _STATE["kernels"]
+    module = jit.kernels("_lstm_numba") if jit.plain(*arrays) else None
+    return None if module is None else (module.forward_step, module.backward_step)
 
 
 def run_forward(kernels, projected, U, states, saved):
