@@ -58,7 +58,7 @@ def _sequence(batch, steps, units, seed, with_init, compiled, monkeypatch):
     """The forward's outputs and the backward's gradients, through the compiled steps or
     numpy's (the kernels switched off for this call)."""
     if not compiled:
-        monkeypatch.setattr(jit, "_LOADED", {"_lstm_numba": None})
+        monkeypatch.setattr(jit, "_LOADED", {"tapeflow.ops._lstm_numba": None})
     rng = np.random.default_rng(seed)
     f32 = np.float32
     projected = rng.normal(scale=2.0, size=(batch, steps, 4 * units)).astype(f32)

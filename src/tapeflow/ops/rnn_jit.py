@@ -24,7 +24,7 @@ __all__ = ["lstm_kernels", "run_forward", "run_backward"]
 def lstm_kernels(*arrays):
     """``(forward_step, backward_step)`` compiled, or None where the numpy steps must run:
     numba missing or switched off, or an operand that is not a float32 numpy array."""
-    module = jit.kernels("_lstm_numba") if jit.plain(*arrays) else None
+    module = jit.kernels("tapeflow.ops._lstm_numba") if jit.plain(*arrays) else None
     return None if module is None else (module.forward_step, module.backward_step)
 
 
