@@ -36,13 +36,13 @@ ACTIVATIONS = ("linear", "relu", "sigmoid", "tanh")
 
 # --- compiled relu (the jit extra) -----------------------------------------------------------
 def _relu_kernels(y, *others):
-    """numba's relu kernels (``_bias_activation_numba``) for float32 numpy arrays of at least
+    """numba's relu kernels (``_dense_numba``) for float32 numpy arrays of at least
     ``TILE_FROM`` elements, C-contiguous: one pass where numpy makes two or three (forward 4-5x,
     backward 1.7-2.5x faster on (1024, 64) to (8192, 64)); below that size the import of numba
     would not pay.  The eager op and its compiled kernel both ask here, so they give one bits."""
     if y.size < _TILE_FROM or not jit.plain(y, *others, contiguous=True):
         return None
-    return jit.kernels("tapeflow.ops._bias_activation_numba")
+    return jit.kernels("tapeflow.ops._dense_numba")
 
 
 def _relu_bias_compiled(kernels, y, bias):

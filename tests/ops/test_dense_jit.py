@@ -1,6 +1,7 @@
-"""``BiasActivation`` with relu through numba's kernels (``ops/_bias_activation_numba.py``, the
-``jit`` extra) on large float32 arrays: numpy's values, NaN as numpy's, and the eager op and its
-compiled kernel giving the same bits.  Skipped without numba."""
+"""A Dense layer's passes through numba's kernels (``ops/_dense_numba.py``, the ``jit`` extra) on
+large float32 arrays: ``BiasActivation`` with relu (numpy's values, NaN as numpy's, the eager op
+and its compiled kernel giving the same bits) and the outer product of a one-unit layer's input
+gradient.  Skipped without numba."""
 import numpy as np
 import pytest
 
@@ -64,3 +65,20 @@ def test_dense_eager_and_traced_give_the_same_bits():
 
     for eager, traced in zip(step(x), tf.function(step)(x)):
         np.testing.assert_array_equal(eager.numpy(), traced.numpy())
+
+
+@pytest.mark.parametrize("transpose_a, transpose_b", [(False, False), (True, True)])
+def test_outer_products_are_numpys(transpose_a, transpose_b):
+    """``(rows, 1) @ (1, units)``, as a Dense(1) layer's input gradient is: the product of
+    broadcasting, bit for bit, eager and compiled, transposed operands too."""
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(ROWS, 1)).astype(np.float32)
+    b = rng.normal(size=(1, UNITS)).astype(np.float32)
+    want = a * b
+    a_in, b_in = (a.T.copy() if transpose_a else a), (b.T.copy() if transpose_b else b)
+
+    def product(a, b):
+        return tf.matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+
+    for got in (product(a_in, b_in), tf.function(product)(a_in, b_in)):
+        np.testing.assert_array_equal(got.numpy(), want)
