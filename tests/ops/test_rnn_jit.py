@@ -1,22 +1,22 @@
-"""The LSTM steps compiled with numba (``ops/rnn_jit.py``) against the numpy steps, and their
-``exp``/``sigmoid``/``tanh`` against float64 numpy.  Skipped without numba (the ``jit``
+"""The recurrent steps compiled with numba (``ops/rnn_jit.py``: LSTM, GRU, SimpleRNN) against
+the numpy steps, and their ``exp``/``sigmoid``/``tanh`` against float64 numpy.  Skipped without numba (the ``jit``
 extra); the numpy path is what the op battery and the strict device run."""
 import numpy as np
 import pytest
 
 numba = pytest.importorskip("numba")
 
-from tapeflow.ops import _lstm_numba, jit, rnn, rnn_jit  # noqa: E402 - after the skip
+from tapeflow.ops import _rnn_numba, jit, rnn, rnn_jit  # noqa: E402 - after the skip
 
-ATTRS = dict(kind="lstm", has_bias=False, has_mask=False, zero_output=False)
+GATES, N_STATES = {"lstm": 4, "gru": 3, "simple_rnn": 1}, {"lstm": 2, "gru": 1, "simple_rnn": 1}
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _apply(fn_id, x, out):
     for k in range(x.size):
         v = x[k]
-        out[k] = _lstm_numba._exp(v) if fn_id == 0 else (
-            _lstm_numba._sigmoid(v) if fn_id == 1 else _lstm_numba._tanh(v))
+        out[k] = _rnn_numba._exp(v) if fn_id == 0 else (
+            _rnn_numba._sigmoid(v) if fn_id == 1 else _rnn_numba._tanh(v))
 
 
 def _compiled(fn_id, x):
@@ -54,45 +54,54 @@ def test_limits_and_nan():
     assert _compiled(2, x)[5] == 0.0 and _compiled(1, x)[5] == 0.5
 
 
-def _sequence(batch, steps, units, seed, with_init, compiled, monkeypatch):
-    """The forward's outputs and the backward's gradients, through the compiled steps or
-    numpy's (the kernels switched off for this call)."""
+def _sequence(kind, batch, steps, units, seed, with_init, compiled, monkeypatch):
+    """The forward's outputs and the backward's gradients, through the compiled steps (at
+    any size here) or numpy's (the kernels switched off for this call)."""
+    monkeypatch.setattr(rnn_jit, "JIT_FROM", 0)
     if not compiled:
-        monkeypatch.setattr(jit, "_LOADED", {"tapeflow.ops._lstm_numba": None})
+        monkeypatch.setattr(jit, "_LOADED", {"tapeflow.ops._rnn_numba": None})
     rng = np.random.default_rng(seed)
     f32 = np.float32
-    projected = rng.normal(scale=2.0, size=(batch, steps, 4 * units)).astype(f32)
-    U = rng.normal(scale=0.5, size=(units, 4 * units)).astype(f32)
-    init = [rng.normal(size=(batch, units)).astype(f32) for _ in range(2)] if with_init else []
-    attrs = dict(ATTRS, has_init=with_init)
-    outs = rnn._sequence_forward(projected, U, *init, **attrs)
+    gates, n_states = GATES[kind], N_STATES[kind]
+    projected = rng.normal(scale=2.0, size=(batch, steps, gates * units)).astype(f32)
+    U = rng.normal(scale=0.5, size=(units, gates * units)).astype(f32)
+    rb = [rng.normal(size=gates * units).astype(f32)] if kind == "gru" else []
+    init = [rng.normal(size=(batch, units)).astype(f32) for _ in range(n_states)] \
+        if with_init else []
+    attrs = dict(kind=kind, has_bias=bool(rb), has_init=with_init, has_mask=False,
+                 zero_output=False)
+    outs = rnn._sequence_forward(projected, U, *rb, *init, **attrs)
     d_seq = rng.normal(size=(batch, steps, units)).astype(f32)
-    d_last = [rng.normal(size=(batch, units)).astype(f32) for _ in range(2)]
-    grads = rnn._sequence_backward(projected, U, *init, outs[-1], d_seq, *d_last, **attrs)
+    d_last = [rng.normal(size=(batch, units)).astype(f32) for _ in range(n_states)]
+    grads = rnn._sequence_backward(projected, U, *rb, *init, outs[-1], d_seq, *d_last, **attrs)
     monkeypatch.undo()
     return outs, grads
 
 
+@pytest.mark.parametrize("kind", ["lstm", "gru", "simple_rnn"])
 @pytest.mark.parametrize("batch, steps, units, with_init",
                          [(3, 5, 4, False), (2, 7, 13, True), (5, 3, 19, True)])
-def test_compiled_steps_equal_numpys(batch, steps, units, with_init, monkeypatch):
+def test_compiled_steps_equal_numpys(kind, batch, steps, units, with_init, monkeypatch):
     """Units that are not a multiple of the vector width exercise the loops' remainders."""
-    assert rnn_jit.lstm_kernels(np.zeros(1, np.float32)) is not None
-    jit_outs, jit_grads = _sequence(batch, steps, units, 1, with_init, True, monkeypatch)
-    np_outs, np_grads = _sequence(batch, steps, units, 1, with_init, False, monkeypatch)
+    assert rnn_jit.kernels(np.zeros(rnn_jit.JIT_FROM, np.float32)) is not None
+    jit_outs, jit_grads = _sequence(kind, batch, steps, units, 1, with_init, True, monkeypatch)
+    np_outs, np_grads = _sequence(kind, batch, steps, units, 1, with_init, False, monkeypatch)
+    assert len(jit_grads) == len(np_grads)
     for got, want in zip(jit_outs[:-1] + tuple(jit_grads), np_outs[:-1] + tuple(np_grads)):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
-    # the workspace's saved gates and tanh(c) too: either path's backward reads them
+    # the workspace's saved planes too: either path's backward reads them
     np.testing.assert_allclose(jit_outs[-1], np_outs[-1], rtol=2e-5, atol=2e-6)
 
 
 def test_other_dtypes_and_arrays_take_numpys_steps():
-    assert rnn_jit.lstm_kernels(np.zeros(2, np.float64)) is None
-    assert rnn_jit.lstm_kernels(np.zeros(2, np.float32), np.zeros(2, np.float16)) is None
-    assert rnn_jit.lstm_kernels(np.zeros(2, np.float32).view(np.recarray)) is None
+    big = np.zeros(rnn_jit.JIT_FROM, np.float32)
+    assert rnn_jit.kernels(big.astype(np.float64)) is None
+    assert rnn_jit.kernels(big, np.zeros(2, np.float16)) is None
+    assert rnn_jit.kernels(big.view(np.recarray)) is None
+    assert rnn_jit.kernels(big[:100]) is None  # small: numba's start would not pay
 
 
 def test_switched_off_by_the_environment(monkeypatch):
     monkeypatch.setenv("TAPEFLOW_JIT", "0")
     monkeypatch.setattr(jit, "_LOADED", {})
-    assert rnn_jit.lstm_kernels(np.zeros(2, np.float32)) is None
+    assert rnn_jit.kernels(np.zeros(rnn_jit.JIT_FROM, np.float32)) is None

@@ -1,6 +1,6 @@
 """Kernels compiled with numba (the optional ``jit`` extra): whether they load, and for which arrays.
 
-A kernel module (``ops/_lstm_numba.py``, ``optimizers/_adam_numba.py``) imports numba at its
+A kernel module (``ops/_rnn_numba.py``, ``optimizers/_adam_numba.py``) imports numba at its
 top, so it is imported here, on first use, only where numba imports and ``TAPEFLOW_JIT`` is not
 ``0``.
 Importing numba and a kernel module costs a process about 1.5 s (numba's own start, then the
@@ -18,7 +18,7 @@ _LOADED = {}
 
 
 def kernels(module):
-    """The kernel module ``module`` (``"tapeflow.ops._lstm_numba"``), or None where numba is
+    """The kernel module ``module`` (``"tapeflow.ops._rnn_numba"``), or None where numba is
     missing or off."""
     if module not in _LOADED:
         _LOADED[module] = None

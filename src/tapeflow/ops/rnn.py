@@ -59,9 +59,9 @@ def _workspace_rows(kernel, steps):
     return kernel.n_states * (steps + 1) + kernel.saved_planes * steps
 
 
-def _jit_kernels(kind, mask, projected, U):
-    """numba's compiled LSTM steps where they apply (``rnn_jit``), else None."""
-    return rnn_jit.lstm_kernels(projected, U) if kind == "lstm" and mask is None else None
+def _jit_kernels(mask, projected, U):
+    """numba's compiled steps where they apply (``rnn_jit``: no mask), else None."""
+    return rnn_jit.kernels(projected, U) if mask is None else None
 
 
 def _sequence_forward(*operands, kind, has_bias, has_init, has_mask, zero_output):
@@ -79,9 +79,9 @@ def _sequence_forward(*operands, kind, has_bias, has_init, has_mask, zero_output
     states, saved = _workspace_views(ws, kernel, steps, batch, units)
     for k in range(kernel.n_states):
         states[k, 0] = 0.0 if init is None else init[k]
-    jit = _jit_kernels(kind, mask, projected, U)
+    jit = _jit_kernels(mask, projected, U)
     if jit is not None:
-        rnn_jit.run_forward(jit, projected, U, states, saved)
+        rnn_jit.run_forward(jit, kind, projected, U, rb, states, saved)
         seq = xp.ascontiguousarray(states[0, 1:].transpose(1, 0, 2))
         return (seq,) + tuple(states[k, steps].copy() for k in range(kernel.n_states)) + (ws,)
     by_gate = projected.reshape(batch, steps, kernel.gates, units)
@@ -117,11 +117,12 @@ def _sequence_backward(*operands, kind, has_bias, has_init, has_mask, zero_outpu
     batch, steps = projected.shape[:2]
     units = U.shape[0]
     tracing = context().trace is not None  # shape inference: the types alone
-    jit = None if tracing else _jit_kernels(kind, mask, projected, U)
+    jit = None if tracing else _jit_kernels(mask, projected, U)
     if jit is not None:
         states, saved = _workspace_views(ws, kernel, steps, batch, units)
-        d_proj, d_states = rnn_jit.run_backward(jit, U, states, saved, d_seq, d_states)
-        return _weight_grads(d_proj, U, rb, states[0, :steps].transpose(1, 0, 2), d_proj,
+        d_proj, d_inner, d_states = rnn_jit.run_backward(jit, kind, U, states, saved, d_seq,
+                                                         d_states)
+        return _weight_grads(d_proj, U, rb, states[0, :steps].transpose(1, 0, 2), d_inner,
                              d_states, has_init)
     new = xp.zeros if tracing else xp.empty  # the loop writes every element
     d_proj = new(projected.shape, dtype)

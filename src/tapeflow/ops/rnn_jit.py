@@ -1,4 +1,4 @@
-"""The LSTM's timesteps compiled with numba (the optional ``jit`` extra): one pass a step.
+"""Recurrent timesteps compiled with numba (the optional ``jit`` extra): one pass a step.
 
 numpy runs a step of ``rnn_kernels._LSTM`` as some 14 calls forward and 20 back, each a pass
 over a ``(batch, units)`` plane; on W3's shapes those passes, not the recurrent GEMMs, were most
@@ -9,46 +9,71 @@ an ``exp`` that the compiler vectorizes (Cephes's float32 polynomial: 8e-8 relat
 numpy's 2e-7).  The workspace is the one ``rnn.py`` lays out, so either path's forward feeds
 either path's backward.
 
-Used for float32 numpy arrays without a mask when numba imports and ``TAPEFLOW_JIT`` is not
-``0``; everything else (CuPy, other dtypes, masks, the strict device) runs the numpy steps.
+LSTM, GRU and SimpleRNN (``_rnn_numba.py``).  Used for float32 numpy arrays without a mask,
+from ``JIT_FROM`` projected elements, when numba imports and ``TAPEFLOW_JIT`` is not ``0``;
+everything else (CuPy, other dtypes, masks, the strict device) runs the numpy steps.
 Compiled on first use and cached on disk (numba's ``cache=True``, next to this file or in
 ``NUMBA_CACHE_DIR``); ``jit.py`` loads them.
 """
 import numpy as np
 
+from ..core.array_rows import TILE_FROM
 from . import jit
 
-__all__ = ["lstm_kernels", "run_forward", "run_backward"]
+__all__ = ["kernels", "run_forward", "run_backward"]
 
 
-def lstm_kernels(*arrays):
-    """``(forward_step, backward_step)`` compiled, or None where the numpy steps must run:
-    numba missing or switched off, or an operand that is not a float32 numpy array."""
-    module = jit.kernels("tapeflow.ops._lstm_numba") if jit.plain(*arrays) else None
-    return None if module is None else (module.forward_step, module.backward_step)
+# From this many projected elements (all steps): below, numba's start (~1.5 s a process) would
+# not pay, and the numpy steps keep small models' numbers where they were.
+JIT_FROM = TILE_FROM
 
 
-def run_forward(kernels, projected, U, states, saved):
+def kernels(projected, *arrays):
+    """numba's step kernels (``_rnn_numba``), or None where the numpy steps must run: numba
+    missing or switched off, an operand that is not a float32 numpy array, or a small one."""
+    if projected.size < JIT_FROM or not jit.plain(projected, *arrays):
+        return None
+    return jit.kernels("tapeflow.ops._rnn_numba")
+
+
+def run_forward(module, kind, projected, U, rb, states, saved):
     """The timesteps forward into ``rnn.py``'s workspace views ``states`` and ``saved``."""
-    forward_step = kernels[0]
     proj = np.ascontiguousarray(projected)
     z = np.empty((proj.shape[0], U.shape[1]), np.float32)
+    if kind == "gru":
+        rb = np.zeros(U.shape[1], np.float32) if rb is None else \
+            np.ascontiguousarray(rb, dtype=np.float32)
     for t in range(proj.shape[1]):
         np.matmul(states[0, t], U, out=z)
-        forward_step(z, proj, t, states[1, t], states, saved)
+        if kind == "lstm":
+            module.lstm_forward_step(z, proj, t, states[1, t], states, saved)
+        elif kind == "gru":
+            module.gru_forward_step(z, proj, t, rb, states[0, t], states, saved)
+        else:
+            module.simple_forward_step(z, proj, t, states, saved)
 
 
-def run_backward(kernels, U, states, saved, d_seq, d_states):
-    """Back through the timesteps: the cotangent of the projected inputs, and those of the
-    initial h and c (``d_states``: the last ones', not overwritten)."""
-    backward_step = kernels[1]
+def run_backward(module, kind, U, states, saved, d_seq, d_states):
+    """Back through the timesteps: the cotangents of the projected inputs, of every step's
+    ``h @ U (+ rb)`` (the same array but for GRU's) and of the initial states (``d_states``:
+    the last ones', not overwritten)."""
     batch, steps, units = d_seq.shape
     d_seq = np.ascontiguousarray(d_seq, dtype=np.float32)
     d_proj = np.empty((batch, steps, U.shape[1]), np.float32)
-    dh, dc = (np.array(d, dtype=np.float32) for d in d_states)  # copies: overwritten
+    d_inner = np.empty_like(d_proj) if kind == "gru" else d_proj
+    d = [np.array(x, dtype=np.float32) for x in d_states]  # copies: overwritten
+    through = np.zeros((batch, units), np.float32)  # GRU: the part through the later h @ U
     U_T = U.T
-    h_bar, c_bar = np.empty(units, np.float32), np.empty(units, np.float32)
+    rows = [np.empty(units, np.float32) for _ in range(2)]
     for t in range(steps - 1, -1, -1):
-        backward_step(dh, dc, d_seq, t, states[1, t], saved, d_proj, h_bar, c_bar)
-        np.matmul(d_proj[:, t], U_T, out=dh)
-    return d_proj, [dh, dc]
+        if kind == "lstm":
+            module.lstm_backward_step(d[0], d[1], d_seq, t, states[1, t], saved, d_proj, *rows)
+        elif kind == "gru":
+            module.gru_backward_step(d[0], through, d_seq, t, states[0, t], saved, d_proj,
+                                     d_inner, *rows)
+        else:
+            module.simple_backward_step(d[0], d_seq, t, saved, d_proj)
+        np.matmul(d_inner[:, t], U_T, out=through if kind == "gru" else d[0])
+    if kind == "gru":
+        d[0] += through
+    return d_proj, d_inner, d

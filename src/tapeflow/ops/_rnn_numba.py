@@ -1,10 +1,14 @@
-"""numba kernels of one LSTM timestep, float32 (imported by ``rnn_jit`` only where numba is).
+"""numba kernels of one recurrent timestep, float32 (imported by ``rnn_jit`` only where numba
+is): LSTM, GRU (reset_after, Keras's default) and SimpleRNN, with Keras's default activations.
 
 Layouts (all C-contiguous, as ``rnn.py`` allocates them): ``proj`` and ``d_proj`` are
-``(batch, time, 4 * units)`` in Keras's gate order i, f, g, o; ``states`` is ``(2, time + 1,
-batch, units)`` (h, then c, at every step boundary); ``saved`` is ``(time, 5, batch, units)``:
-the gates i, f, g, o and tanh(c) of each step.  ``t`` is the step.  Loops run over whole arrays
-indexed by ``t`` (not strided views), so each inner loop has unit stride and is vectorized.
+``(batch, time, gates * units)`` in Keras's gate order (LSTM i, f, g, o; GRU z, r, h);
+``states`` is ``(n_states, time + 1, batch, units)`` (h, and LSTM's c, at every step boundary);
+``saved`` is ``(time, saved_planes, batch, units)``: what ``rnn_kernels`` saves for each step.
+``t`` is the step.  Loops run over whole arrays indexed by ``t`` (not strided views), so each
+inner loop has unit stride and is vectorized; a state read at step t and written at t + 1 comes
+as an array of its own (a load and stores through one array at a run-time distance keep a loop
+from being vectorized), and each gate's block of a row is written by a loop of its own.
 """
 import numba
 import numpy as np
@@ -71,10 +75,9 @@ def _tanh(x):
 
 
 @numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
-def forward_step(z, proj, t, c_prev, states, saved):
-    """Step ``t``: gates from ``z = h @ U`` plus the projected input, the new c and h.
-    ``c_prev`` is ``states[1, t]`` as an array of its own: a load and stores through one
-    array at a distance known only at run time keep the loop from being vectorized."""
+def lstm_forward_step(z, proj, t, c_prev, states, saved):
+    """Step ``t``: gates from ``z = h @ U`` plus the projected input, the new c and h
+    (``c_prev`` is ``states[1, t]``)."""
     batch, units = states.shape[2], states.shape[3]
     for b in range(batch):
         for j in range(units):
@@ -94,13 +97,12 @@ def forward_step(z, proj, t, c_prev, states, saved):
 
 
 @numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
-def backward_step(dh, dc, d_seq, t, c_prev, saved, d_proj, h_bar, c_bar):
+def lstm_backward_step(dh, dc, d_seq, t, c_prev, saved, d_proj, h_bar, c_bar):
     """Step ``t`` back: ``dh`` holds the cotangent of its h from the later steps (the sequence
     output's ``d_seq[:, t]`` is added here), ``dc`` that of its c, which becomes that of the
     c before the step; the gates' pre-activation cotangents go to ``d_proj[:, t]``.
-    ``h_bar`` and ``c_bar`` are ``(units,)`` scratch rows: each gate's block of a ``d_proj``
-    row is written by a loop of its own (four stores into one row at a run-time distance kept
-    the single loop from being vectorized: 14 us against 2-5 a plane)."""
+    ``h_bar`` and ``c_bar`` are ``(units,)`` scratch rows (one loop over the row measured 14 us
+    against 2-5 a gate block)."""
     batch, units = dh.shape
     for b in range(batch):
         for j in range(units):
@@ -124,3 +126,75 @@ def backward_step(dh, dc, d_seq, t, c_prev, saved, d_proj, h_bar, c_bar):
         for j in range(units):
             o = saved[t, 3, b, j]
             d_proj[b, t, 3 * units + j] = h_bar[j] * saved[t, 4, b, j] * o * (_ONE - o)
+
+
+@numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
+def gru_forward_step(z, proj, t, rb, h_prev, states, saved):
+    """Step ``t``: ``z = h @ U``, ``rb`` the recurrent bias (zeros where there is none); saves
+    the gates z, r, the candidate's inner part ``h @ U_h + rb_h`` and the candidate."""
+    batch, units = h_prev.shape
+    for b in range(batch):
+        for j in range(units):
+            zg = _sigmoid(proj[b, t, j] + z[b, j] + rb[j])
+            r = _sigmoid(proj[b, t, units + j] + z[b, units + j] + rb[units + j])
+            rh = z[b, 2 * units + j] + rb[2 * units + j]
+            hh = _tanh(proj[b, t, 2 * units + j] + r * rh)
+            saved[t, 0, b, j] = zg
+            saved[t, 1, b, j] = r
+            saved[t, 2, b, j] = rh
+            saved[t, 3, b, j] = hh
+            states[0, t + 1, b, j] = (h_prev[b, j] - hh) * zg + hh
+
+
+@numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
+def gru_backward_step(dh, through, d_seq, t, h_prev, saved, d_proj, d_inner, h_bar, a_bar):
+    """Step ``t`` back: the cotangent of its h is ``dh`` (the part through z * h of the step
+    after) plus ``through`` (the part through that step's ``h @ U``) plus ``d_seq[:, t]``;
+    ``dh`` becomes the part of the h before the step through z * h.  The gates'
+    pre-activation cotangents go to ``d_proj[:, t]``, those of ``h @ U (+ rb)`` to
+    ``d_inner[:, t]`` (the candidate's scaled by r).  ``h_bar``, ``a_bar``: scratch rows."""
+    batch, units = dh.shape
+    for b in range(batch):
+        for j in range(units):
+            zg = saved[t, 0, b, j]
+            hh = saved[t, 3, b, j]
+            h = dh[b, j] + through[b, j] + d_seq[b, t, j]
+            h_bar[j] = h
+            a_bar[j] = h * (_ONE - zg) * (_ONE - hh * hh)
+            dh[b, j] = h * zg
+        for j in range(units):
+            zg = saved[t, 0, b, j]
+            v = h_bar[j] * (h_prev[b, j] - saved[t, 3, b, j]) * zg * (_ONE - zg)
+            d_proj[b, t, j] = v
+            d_inner[b, t, j] = v
+        for j in range(units):
+            r = saved[t, 1, b, j]
+            v = a_bar[j] * saved[t, 2, b, j] * r * (_ONE - r)
+            d_proj[b, t, units + j] = v
+            d_inner[b, t, units + j] = v
+        for j in range(units):
+            d_proj[b, t, 2 * units + j] = a_bar[j]
+        for j in range(units):
+            d_inner[b, t, 2 * units + j] = a_bar[j] * saved[t, 1, b, j]
+
+
+@numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
+def simple_forward_step(z, proj, t, states, saved):
+    """Step ``t``: ``tanh(x_t @ W + b + h @ U)``, saved before any mask."""
+    batch, units = z.shape
+    for b in range(batch):
+        for j in range(units):
+            new = _tanh(proj[b, t, j] + z[b, j])
+            saved[t, 0, b, j] = new
+            states[0, t + 1, b, j] = new
+
+
+@numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
+def simple_backward_step(dh, d_seq, t, saved, d_proj):
+    """Step ``t`` back: ``dh`` (from the step after) plus ``d_seq[:, t]`` through tanh into
+    ``d_proj[:, t]``; the caller's matmul makes ``dh`` the h before's."""
+    batch, units = dh.shape
+    for b in range(batch):
+        for j in range(units):
+            new = saved[t, 0, b, j]
+            d_proj[b, t, j] = (dh[b, j] + d_seq[b, t, j]) * (_ONE - new * new)
