@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..core.array_rows import BLAS_SUM_DTYPES, TILE_FROM, wide_rows
+from ..core.array_rows import BLAS_SUM_DTYPES, TILE_FROM
 from ..core.dispatch import apply
 from ..core.registry import def_primitive
 from ..core.tape import GradientTape
@@ -40,29 +40,15 @@ def _layer_norm_forward(x, gamma, beta, *, axes_count, epsilon):
     variance = trailing_sum(xp.square(y), axes_count) / count
     rstd = 1.0 / xp.sqrt(variance + epsilon)
     y *= rstd   # in place: the centered input becomes the normalized one, then the output
-    if _rows_fit(xp, y, axes_count):
-        rows, (tiled_gamma, tiled_beta) = _wide(y, axes_count, gamma, beta)
-        rows *= tiled_gamma
-        rows += tiled_beta
-        return y, mean, rstd
     y *= gamma
     y += beta
     return y, mean, rstd
 
 
 def _rows_fit(xp, x, axes_count):
-    """Whether the fast numpy layout applies: a large C-contiguous float32/64 array."""
+    """Whether the numpy row layout applies: a large C-contiguous float32/64 array."""
     return xp is np and x.dtype in BLAS_SUM_DTYPES and x.size >= TILE_FROM and \
         x.flags.c_contiguous and x.ndim > axes_count
-
-
-def _wide(x, axes_count, *params):
-    """``x`` viewed as rows a few thousand elements long, and each of ``params`` (the
-    normalized axes' shape) tiled along such a row: numpy broadcasts a row of 128 over
-    2,048 rows with a call per row (2.5x slower than one over the whole array)."""
-    count = math.prod(x.shape[-axes_count:])
-    wide, k = wide_rows((x.size // count, count))
-    return x.reshape(wide), [np.tile(p.reshape(-1), k) for p in params]
 
 
 def _layer_norm_grad_forward(x, gamma, mean, rstd, dy, dmean, drstd, *, axes_count, epsilon):
@@ -90,30 +76,29 @@ def _layer_norm_grad_forward(x, gamma, mean, rstd, dy, dmean, drstd, *, axes_cou
 
 
 def _layer_norm_grad_rows(x, gamma, mean, rstd, dy, dmean, drstd, axes_count):
-    """``_layer_norm_grad_forward`` on a large numpy array, in 8 passes where it takes 12: the
-    four sums (over the rows for gamma and beta, along them for the two row terms) are
-    matrix-vector products (BLAS reads each array once; numpy's sum along rows of 128 makes a
-    call per row), and gamma is tiled along wide rows (``_wide``)."""
+    """``_layer_norm_grad_forward`` on a large numpy array.  Its four sums (over the rows for
+    gamma and beta, along them for the two row terms) are matrix-vector products, each one
+    BLAS read of its array (numpy's sums make a call per row of 128); ``xhat = (x - mean)
+    rstd`` is never formed, its ``rstd`` going into those products and the last scaling
+    instead: a row's scalar broadcast along it costs numpy a call per row too."""
     count = math.prod(x.shape[-axes_count:])
     matrix = (x.size // count, count)
     column = gamma.reshape(count)
-    ones = np.ones(matrix[0], x.dtype)
-    xhat = np.subtract(x, mean)
-    xhat *= rstd
-    dy_xhat = np.multiply(dy, xhat)
-    dgamma = (ones @ dy_xhat.reshape(matrix)).reshape(gamma.shape)
-    dbeta = (ones @ dy.reshape(matrix)).reshape(gamma.shape)
-    # the statistics' own cotangents fold into the two row terms (see _layer_norm_grad_ops)
-    shift = ((dy_xhat.reshape(matrix) @ column).reshape(mean.shape) + drstd * rstd) / count
+    dy = np.ascontiguousarray(dy)  # a mean's spread cotangent is a broadcast view: read as rows
+    centred = np.subtract(x, mean)
+    dy_centred = np.multiply(dy, centred)
+    dgamma = (rstd.reshape(matrix[0]) @ dy_centred.reshape(matrix)).reshape(gamma.shape)
+    dbeta = (np.ones(matrix[0], x.dtype) @ dy.reshape(matrix)).reshape(gamma.shape)
+    # mean(g xhat) and mean(g) with g = dy gamma; the statistics' own cotangents fold into
+    # the two row terms (see _layer_norm_grad_ops)
+    shift = ((dy_centred.reshape(matrix) @ column).reshape(mean.shape) + drstd) * rstd / count
     centre = ((dy.reshape(matrix) @ column).reshape(mean.shape) - dmean / rstd) / count
-    del dy_xhat
-    dx = np.empty_like(x)
-    rows, (tiled_gamma,) = _wide(dx, axes_count, gamma)
-    np.multiply(dy.reshape(rows.shape), tiled_gamma, out=rows)
+    del dy_centred
+    dx = np.multiply(dy, gamma)
     dx -= centre
-    xhat *= shift
-    dx -= xhat
     dx *= rstd
+    centred *= shift * rstd * rstd  # xhat shift rstd
+    dx -= centred
     return dx, dgamma, dbeta
 
 
