@@ -205,8 +205,8 @@ class _Projection(Layer):
         self.built = True
 
     def call(self, inputs, scale=None):
-        """``scale`` (heads mode): the result times it, applied to the kernel and bias (a
-        tenth of the multiplications: the query's 1/sqrt(key_dim))."""
+        """``scale`` (heads mode): the result times it, applied to the kernel and bias (the
+        query's 1/sqrt(key_dim): d*H*K + H*K multiplications, not B*T*H*K, each way)."""
         return self._heads(inputs, scale) if self.mode == "heads" else self._merge(inputs)
 
     def _heads(self, x, scale=None):
