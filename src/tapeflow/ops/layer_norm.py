@@ -13,6 +13,9 @@ tapeflow's ops, differentiated on a tape.
 """
 import math
 
+import numpy as np
+
+from ..core.array_rows import BLAS_SUM_DTYPES, TILE_FROM
 from ..core.dispatch import apply
 from ..core.registry import def_primitive
 from ..core.tape import GradientTape
@@ -42,10 +45,18 @@ def _layer_norm_forward(x, gamma, beta, *, axes_count, epsilon):
     return y, mean, rstd
 
 
+def _rows_fit(xp, x, axes_count):
+    """Whether the numpy row layout applies: a large C-contiguous float32/64 array."""
+    return xp is np and x.dtype in BLAS_SUM_DTYPES and x.size >= TILE_FROM and \
+        x.flags.c_contiguous and x.ndim > axes_count
+
+
 def _layer_norm_grad_forward(x, gamma, mean, rstd, dy, dmean, drstd, *, axes_count, epsilon):
     """``(dx, dgamma, dbeta)``; ``dy`` (and ``dmean``, ``drstd``) may carry extra leading
     axes (a jacobian's rows), which ``dgamma`` and ``dbeta`` keep."""
     xp = array_module(x, dy)
+    if dy.shape == x.shape and _rows_fit(xp, x, axes_count) and dy.dtype == x.dtype:
+        return _layer_norm_grad_rows(x, gamma, mean, rstd, dy, dmean, drstd, axes_count)
     count = math.prod(x.shape[-axes_count:])
     rows = tuple(range(dy.ndim - x.ndim, dy.ndim - axes_count))  # summed for gamma and beta
     xhat = xp.subtract(x, mean)
@@ -61,6 +72,33 @@ def _layer_norm_grad_forward(x, gamma, mean, rstd, dy, dmean, drstd, *, axes_cou
     dx -= centre
     dx -= xhat * shift
     dx *= rstd
+    return dx, dgamma, dbeta
+
+
+def _layer_norm_grad_rows(x, gamma, mean, rstd, dy, dmean, drstd, axes_count):
+    """``_layer_norm_grad_forward`` on a large numpy array.  Its four sums (over the rows for
+    gamma and beta, along them for the two row terms) are matrix-vector products, each one
+    BLAS read of its array (numpy's sums make a call per row of 128); ``xhat = (x - mean)
+    rstd`` is never formed, its ``rstd`` going into those products and the last scaling
+    instead: a row's scalar broadcast along it costs numpy a call per row too."""
+    count = math.prod(x.shape[-axes_count:])
+    matrix = (x.size // count, count)
+    column = gamma.reshape(count)
+    dy = np.ascontiguousarray(dy)  # a mean's spread cotangent is a broadcast view: read as rows
+    centred = np.subtract(x, mean)
+    dy_centred = np.multiply(dy, centred)
+    dgamma = (rstd.reshape(matrix[0]) @ dy_centred.reshape(matrix)).reshape(gamma.shape)
+    dbeta = (np.ones(matrix[0], x.dtype) @ dy.reshape(matrix)).reshape(gamma.shape)
+    # mean(g xhat) and mean(g) with g = dy gamma; the statistics' own cotangents fold into
+    # the two row terms (see _layer_norm_grad_ops)
+    shift = ((dy_centred.reshape(matrix) @ column).reshape(mean.shape) + drstd) * rstd / count
+    centre = ((dy.reshape(matrix) @ column).reshape(mean.shape) - dmean / rstd) / count
+    del dy_centred
+    dx = np.multiply(dy, gamma)
+    dx -= centre
+    dx *= rstd
+    centred *= shift * rstd * rstd  # xhat shift rstd
+    dx -= centred
     return dx, dgamma, dbeta
 
 
