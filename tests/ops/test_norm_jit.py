@@ -74,3 +74,26 @@ def test_only_large_float32_numpy_arrays():
     x, gamma, beta = _case((32, 64, 128), 1)
     assert ln._compiled(x.astype(np.float64), gamma, beta) is None
     assert ln._compiled(x[:2], gamma, beta) is None
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in subtract")
+def test_softmax_rows_equal_numpys_route_with_special_rows(monkeypatch):
+    """Rows of 64 (attention's scores) in a large float32 array: ordinary rows as accurate as
+    float64 allows, and the rows TF's softmax tests care about (overflowing, underflowing,
+    infinite, NaN) as numpy's route gives them."""
+    from tapeflow.ops import nn
+    rng = np.random.default_rng(4)
+    x = (3.0 * rng.normal(size=(1024, 64))).astype(np.float32)
+    x[0, 5] = np.nan
+    x[1] = np.float32(np.finfo(np.float32).max)  # TF: softmax_op_test _testOverflow
+    x[1, :32] = 0.0
+    x[2] -= 1e4  # the maximum far below 0: shifted
+    x[3, 7] = np.inf
+    x[4] = -np.inf
+    x[5] += 87.0  # near exp's overflow: shifted
+    assert jit.kernels(NORM) is not None
+    compiled, numpy_ = _both(lambda: nn._softmax_forward(x, -1), monkeypatch)
+    np.testing.assert_allclose(compiled, numpy_, rtol=2e-6, atol=1e-30, equal_nan=True)
+    ordinary = x[6:].astype(np.float64)
+    e = np.exp(ordinary - ordinary.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(compiled[6:], e / e.sum(axis=-1, keepdims=True), rtol=1e-6)
