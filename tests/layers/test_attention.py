@@ -317,6 +317,43 @@ def test_mha_rows_are_independent_of_their_batch():
                                    rtol=1e-5, atol=1e-6)
 
 
+def test_mha_correctness():
+    """Keras: MultiHeadAttentionTest::test_correctness (flash attention disabled; its values
+    and tolerance): identity kernels, zero biases, query = key = I, so each score row is
+    softmax(I / sqrt(8)), and value = arange / 100."""
+    num_heads, key_dim = 8, 8
+    query = key = np.identity(key_dim, dtype=np.float32)[np.newaxis]
+    value = (np.arange(key_dim * key_dim, dtype=np.float32) / 100.0).reshape(1, key_dim, key_dim)
+    layer = layers.MultiHeadAttention(num_heads=num_heads, key_dim=key_dim)
+    layer.build(query.shape, value.shape, key.shape)
+    kernel = np.repeat(np.identity(key_dim)[:, np.newaxis, :], num_heads, axis=1)
+    bias = np.zeros((num_heads, key_dim))
+    layer.set_weights([kernel, bias] * 3 + [kernel, np.zeros((key_dim,))])
+    output, scores = layer(query=query, value=value, key=key, return_attention_scores=True)
+    expected_output = np.tile(np.array([2.406, 2.440, 2.473, 2.504, 2.535, 2.568, 2.602,
+                                        2.633])[np.newaxis, :, np.newaxis], (1, 1, key_dim))
+    expected_score = np.array([[0.1187] * i + [0.1691] + [0.1187] * (7 - i) for i in range(8)])
+    expected_score = np.tile(expected_score[np.newaxis, np.newaxis], (1, key_dim, 1, 1))
+    np.testing.assert_allclose(output.numpy(), expected_output, atol=1e-2)
+    np.testing.assert_allclose(scores.numpy(), expected_score, atol=1e-2)
+
+
+def test_mha_on_long_sequences_matches_numpy():
+    """Scores of 2 x 4 x 64 x 64 (the size from which softmax skips its per-row maximum), a
+    causal mask (row 0 sees one key) and a key position masked for every query: numpy's
+    Keras formulas, eagerly and traced."""
+    q = data((2, 64, 16), seed=3)[0]
+    layer = make_mha(num_heads=4, key_dim=8)
+    keep = np.broadcast_to(causal(64, 64), (2, 64, 64)).copy()
+    keep[:, :, 1] = False
+    out, scores = layer(q, q, attention_mask=keep, return_attention_scores=True)
+    want, want_scores = mha_reference(layer, q, q, keep=keep)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(scores.numpy(), want_scores, rtol=1e-5, atol=1e-6)
+    traced = tf.function(lambda a: layer(a, a, attention_mask=keep))(q)
+    np.testing.assert_allclose(traced.numpy(), out.numpy(), rtol=1e-6, atol=1e-6)
+
+
 def functional_model():
     query = tf.keras.Input(shape=(3, 4))
     value = tf.keras.Input(shape=(5, 2))

@@ -36,15 +36,6 @@ CASES = {
         ((arr(1, 32), arr(1, 30)), {"transpose_a": True, "transpose_b": False}),
         ((arr(1, 32), arr(30, 1)), {"transpose_a": True, "transpose_b": True}),
         ((arr(32, 1), arr(1, 30)), {"transpose_a": False, "transpose_b": False}),
-        # from array_rows.TILE_FROM elements BLAS's rank-1 update (ger), eagerly too: its zero
-        # products are +0 both ways
-        ((_with_signed_zeros_and_nan(arr(1024, 1)), -arr(64, 1)),
-         {"transpose_a": False, "transpose_b": True}),
-        ((arr(1, 1024), _with_signed_zeros_and_nan(arr(1, 64))),
-         {"transpose_a": True, "transpose_b": False}),
-        ((arr(1, 512, dtype=np.float64), arr(64, 1, dtype=np.float64)),
-         {"transpose_a": True, "transpose_b": True}),
-        ((arr(512, 1), arr(1, 64)), {"transpose_a": False, "transpose_b": False}),
     ],
     "AddV2": [((arr(32, 30), arr(30)), {}), ((arr(3), arr(2, 3, dtype=np.float32)), {})],
     "Sub": [((arr(32, 1), arr(32, 1)), {})],
@@ -169,22 +160,6 @@ def test_the_kernel_gives_the_forwards_bits(name, inputs, attrs):
         assert g.shape == w.shape and g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
         assert np.array_equal(np.signbit(g), np.signbit(w))
-
-
-# TF: python/kernel_tests/math_ops/matmul_op_test.py (MatMulTest: tf.matmul against np.matmul), at
-# the shapes of an outer product large enough for BLAS's rank-1 update
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("transpose_a, transpose_b", [(False, False), (True, True)])
-def test_large_outer_products_equal_numpys(dtype, transpose_a, transpose_b):
-    a, b = arr(512, 1, dtype=dtype), arr(1, 96, dtype=dtype)
-    a, b = (a.T if transpose_a else a), (b.T if transpose_b else b)
-    want = np.matmul(a.T if transpose_a else a, b.T if transpose_b else b)
-    got = tf.matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
-    traced = tf.function(lambda a, b: tf.matmul(a, b, transpose_a=transpose_a,
-                                                transpose_b=transpose_b))(a, b)
-    np.testing.assert_array_equal(got.numpy(), want)
-    np.testing.assert_array_equal(traced.numpy(), want)
-    assert got.numpy().flags.c_contiguous
 
 
 @pytest.mark.parametrize("name,inputs,attrs",

@@ -8,19 +8,12 @@
   measured 4-6x faster than ``sum(axis=0)`` over (1024, 64) float32 and ~15x over (8192, 64).
   It rounds differently from numpy's sum (float rounding only), so the eager op and its
   compiled kernel must both take it, at the same sizes (``sums_rows_by_blas``).
-- An outer product (a column times a row: a Dense layer of one unit's input gradient) broadcast
-  by numpy is also a call per row; BLAS's rank-1 update of zeros (``ger``) measured ~2x faster
-  from ``TILE_FROM`` elements ((8192, 1) x (1, 64) float32: 120 against 252 us).  Each element is
-  the same one product, but a zero product comes out +0 where numpy's may be -0, so the eager op
-  and its compiled kernel both take it, at the same sizes (``outer_by_blas``).
 """
 import math
 
 import numpy as np
-from scipy.linalg import blas as _blas
 
-__all__ = ["BLAS_SUM_DTYPES", "TILE_FROM", "outer", "outer_by_blas", "sums_rows_by_blas",
-           "tiled_row", "wide_rows"]
+__all__ = ["BLAS_SUM_DTYPES", "TILE_FROM", "sums_rows_by_blas", "tiled_row", "wide_rows"]
 
 _TILED_ELEMENTS = 2048  # a row this long makes numpy's inner loop, not its per-row calls, the cost
 # From about this many elements the tiled rows pay for their set-up (measured: 512 x 64 float32
@@ -51,21 +44,3 @@ def sums_rows_by_blas(dtype, size):
     """Whether a row sum of ``size`` elements of ``dtype`` runs as a product with ones: from
     ``TILE_FROM`` elements, where small arrays' sums keep numpy's rounding."""
     return dtype in BLAS_SUM_DTYPES and size >= TILE_FROM
-
-
-_GER = {np.dtype(np.float32): _blas.sger, np.dtype(np.float64): _blas.dger}
-
-
-def outer_by_blas(dtype, size):
-    """Whether an outer product of ``size`` elements of ``dtype`` runs as ``outer``: from
-    ``TILE_FROM`` elements, where small products keep numpy's broadcast (and its -0)."""
-    return dtype in _GER and size >= TILE_FROM
-
-
-def outer(column, row):
-    """``column`` (m, 1) times ``row`` (1, n), numpy arrays of one float dtype, as an (m, n)
-    C-ordered array: BLAS's ``ger`` adds row x column to an (n, m) Fortran-ordered array of
-    zeros, whose transpose is the product."""
-    zeros = np.zeros((row.shape[1], column.shape[0]), column.dtype, order="F")
-    return _GER[column.dtype](1.0, row.reshape(-1), column.reshape(-1), a=zeros,
-                              overwrite_a=1).T

@@ -204,12 +204,15 @@ class _Projection(Layer):
                                         regularizer=bias_regularizer, constraint=bias_constraint)
         self.built = True
 
-    def call(self, inputs):
-        return self._heads(inputs) if self.mode == "heads" else self._merge(inputs)
+    def call(self, inputs, scale=None):
+        """``scale`` (heads mode): the result times it, applied to the kernel and bias (the
+        query's 1/sqrt(key_dim): d*H*K + H*K multiplications, not B*T*H*K, each way)."""
+        return self._heads(inputs, scale) if self.mode == "heads" else self._merge(inputs)
 
-    def _heads(self, x):
+    def _heads(self, x, scale=None):
         dim, heads_n, size = self.kernel_shape
-        y = self._dense(x, reshape(self.kernel, (dim, heads_n * size)))  # (B, T, H*K)
+        kernel = reshape(self.kernel, (dim, heads_n * size))
+        y = self._dense(x, kernel if scale is None else kernel * scale, scale)  # (B, T, H*K)
         return transpose(reshape(y, (-1, x.shape[1], heads_n, size)), (0, 2, 1, 3))
 
     def _merge(self, heads):
@@ -218,11 +221,14 @@ class _Projection(Layer):
         y = self._dense(rows, reshape(self.kernel, (heads_n * size, math.prod(out))))
         return y if len(out) == 1 else reshape(y, (-1, y.shape[1]) + tuple(out))
 
-    def _dense(self, x, kernel):
-        """``x @ kernel`` plus the bias flattened: (B, T, n) @ (n, m) is one (B*T, n) GEMM, and
-        so is its kernel's gradient (``matmul``'s rank-3-by-matrix case)."""
+    def _dense(self, x, kernel, scale=None):
+        """``x @ kernel`` plus the bias flattened (times ``scale``): (B, T, n) @ (n, m) is one
+        (B*T, n) GEMM, and so is its kernel's gradient (``matmul``'s rank-3-by-matrix case)."""
         y = matmul(x, kernel)
-        return y + reshape(self.bias, (-1,)) if self.bias is not None else y
+        if self.bias is None:
+            return y
+        bias = reshape(self.bias, (-1,))
+        return y + (bias if scale is None else bias * scale)
 
 
 class MultiHeadAttention(Layer):
@@ -347,7 +353,7 @@ class MultiHeadAttention(Layer):
         if key.shape[-2] != value.shape[-2]:
             raise ValueError(f"{self.name}: key and value need the same number of positions, "
                              f"got shapes {tuple(key.shape)} and {tuple(value.shape)}")
-        q = self._query_dense(query) * (1.0 / math.sqrt(self.key_dim))  # (B, H, Tq, Dk)
+        q = self._query_dense(query, scale=1.0 / math.sqrt(self.key_dim))  # (B, H, Tq, Dk)
         k = self._key_dense(key)                                          # (B, H, Tk, Dk)
         v = self._value_dense(value)                                      # (B, H, Tv, Dv)
         scores = matmul(q, k, transpose_b=True)                           # (B, H, Tq, Tk)

@@ -13,9 +13,13 @@ tapeflow's ops, differentiated on a tape.
 """
 import math
 
+import numpy as np
+
+from ..core.array_rows import BLAS_SUM_DTYPES, TILE_FROM
 from ..core.dispatch import apply
 from ..core.registry import def_primitive
 from ..core.tape import GradientTape
+from . import jit
 from ._util import array_module, as_tensor, trailing_sum
 from .creation import zeros_like
 from .elementwise import identity
@@ -29,8 +33,26 @@ def _axes(n):
     return tuple(range(-n, 0))
 
 
+def _compiled(x, *others):
+    """numba's kernels (``_norm_numba``, the jit extra) for large float32 numpy arrays, else
+    None: one read of each row where numpy makes a pass over the array per operation."""
+    if x.size < TILE_FROM or not jit.plain(x, *others):
+        return None
+    return jit.kernels("tapeflow.ops._norm_numba")
+
+
 def _layer_norm_forward(x, gamma, beta, *, axes_count, epsilon):
     xp = array_module(x, gamma, beta)
+    kernels = _compiled(x, gamma, beta)
+    if kernels is not None:
+        count = math.prod(x.shape[-axes_count:])
+        stats = x.shape[:-axes_count] + (1,) * axes_count
+        y, mean, rstd = np.empty(x.shape, x.dtype), np.empty(stats, x.dtype), \
+            np.empty(stats, x.dtype)
+        kernels.layer_norm(np.ascontiguousarray(x).reshape(-1, count), gamma.reshape(count),
+                           beta.reshape(count), np.float32(epsilon), y.reshape(-1, count),
+                           mean.reshape(-1), rstd.reshape(-1))
+        return y, mean, rstd
     count = math.prod(x.shape[-axes_count:])
     mean = trailing_sum(x, axes_count) / count
     y = xp.subtract(x, mean)
@@ -42,10 +64,22 @@ def _layer_norm_forward(x, gamma, beta, *, axes_count, epsilon):
     return y, mean, rstd
 
 
+def _rows_fit(xp, x, axes_count):
+    """Whether the numpy row layout applies: a large C-contiguous float32/64 array."""
+    return xp is np and x.dtype in BLAS_SUM_DTYPES and x.size >= TILE_FROM and \
+        x.flags.c_contiguous and x.ndim > axes_count
+
+
 def _layer_norm_grad_forward(x, gamma, mean, rstd, dy, dmean, drstd, *, axes_count, epsilon):
     """``(dx, dgamma, dbeta)``; ``dy`` (and ``dmean``, ``drstd``) may carry extra leading
     axes (a jacobian's rows), which ``dgamma`` and ``dbeta`` keep."""
     xp = array_module(x, dy)
+    kernels = _compiled(x, gamma, mean, rstd, dy, dmean, drstd) if dy.shape == x.shape else None
+    if kernels is not None:
+        return _layer_norm_grad_compiled(kernels, x, gamma, mean, rstd, dy, dmean, drstd,
+                                         axes_count)
+    if dy.shape == x.shape and _rows_fit(xp, x, axes_count) and dy.dtype == x.dtype:
+        return _layer_norm_grad_rows(x, gamma, mean, rstd, dy, dmean, drstd, axes_count)
     count = math.prod(x.shape[-axes_count:])
     rows = tuple(range(dy.ndim - x.ndim, dy.ndim - axes_count))  # summed for gamma and beta
     xhat = xp.subtract(x, mean)
@@ -61,6 +95,50 @@ def _layer_norm_grad_forward(x, gamma, mean, rstd, dy, dmean, drstd, *, axes_cou
     dx -= centre
     dx -= xhat * shift
     dx *= rstd
+    return dx, dgamma, dbeta
+
+
+def _layer_norm_grad_compiled(kernels, x, gamma, mean, rstd, dy, dmean, drstd, axes_count):
+    count = math.prod(x.shape[-axes_count:])
+    rows = x.size // count
+    dx = np.empty(x.shape, x.dtype)
+    dgamma, dbeta = np.empty(gamma.shape, x.dtype), np.empty(gamma.shape, x.dtype)
+
+    def matrix(a):  # contiguous (a broadcast cotangent is a view: read once as rows)
+        return np.ascontiguousarray(a).reshape(-1, count)
+
+    def column(a):  # a statistic's (rows, 1, ...) shape, or its cotangent broadcast to it
+        return np.ascontiguousarray(np.broadcast_to(a, mean.shape)).reshape(rows)
+    kernels.layer_norm_grad(matrix(x), gamma.reshape(count), column(mean), column(rstd),
+                            matrix(dy), column(dmean), column(drstd), dx.reshape(-1, count),
+                            dgamma.reshape(count), dbeta.reshape(count))
+    return dx, dgamma, dbeta
+
+
+def _layer_norm_grad_rows(x, gamma, mean, rstd, dy, dmean, drstd, axes_count):
+    """``_layer_norm_grad_forward`` on a large numpy array.  Its four sums (over the rows for
+    gamma and beta, along them for the two row terms) are matrix-vector products, each one
+    BLAS read of its array (numpy's sums make a call per row of 128); ``xhat = (x - mean)
+    rstd`` is never formed, its ``rstd`` going into those products and the last scaling
+    instead: a row's scalar broadcast along it costs numpy a call per row too."""
+    count = math.prod(x.shape[-axes_count:])
+    matrix = (x.size // count, count)
+    column = gamma.reshape(count)
+    dy = np.ascontiguousarray(dy)  # a mean's spread cotangent is a broadcast view: read as rows
+    centred = np.subtract(x, mean)
+    dy_centred = np.multiply(dy, centred)
+    dgamma = (rstd.reshape(matrix[0]) @ dy_centred.reshape(matrix)).reshape(gamma.shape)
+    dbeta = (np.ones(matrix[0], x.dtype) @ dy.reshape(matrix)).reshape(gamma.shape)
+    # mean(g xhat) and mean(g) with g = dy gamma; the statistics' own cotangents fold into
+    # the two row terms (see _layer_norm_grad_ops)
+    shift = ((dy_centred.reshape(matrix) @ column).reshape(mean.shape) + drstd) * rstd / count
+    centre = ((dy.reshape(matrix) @ column).reshape(mean.shape) - dmean / rstd) / count
+    del dy_centred
+    dx = np.multiply(dy, gamma)
+    dx -= centre
+    dx *= rstd
+    centred *= shift * rstd * rstd  # xhat shift rstd
+    dx -= centred
     return dx, dgamma, dbeta
 
 

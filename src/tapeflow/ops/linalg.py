@@ -9,12 +9,12 @@ import string
 
 import numpy as np
 
-from ..core.array_rows import outer as _outer
-from ..core.array_rows import outer_by_blas as _outer_by_blas
 from ..core.symbolic_dispatch import dispatches_symbols
 from ..core.dispatch import apply
+from ..core.array_rows import TILE_FROM
 from ..core.registry import Inline, def_primitive
 from ..core.tensor import Tensor
+from . import jit
 from ._util import array_module, as_tensor, binary_operands, half_in_float32, lead_shape, module_of
 from .reduce import reduce_sum
 from .shape import broadcast_to, expand_dims, matrix_transpose, reshape
@@ -37,14 +37,25 @@ def _matmul_arrays(a, b, transpose_a, transpose_b):
         a = xp.swapaxes(a, -1, -2)
     if transpose_b:
         b = xp.swapaxes(b, -1, -2)
-    if a.shape[-1] == 1:  # an outer product: broadcasting is faster than BLAS's GEMM
-        if xp is np and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype \
-                and _outer_by_blas(a.dtype, a.shape[0] * b.shape[1]):
-            return _outer(a, b)  # BLAS's rank-1 update is faster still (``core/array_rows``)
-        return a * b
+    if a.shape[-1] == 1:  # an outer product: broadcasting is faster than BLAS
+        return _outer(a, b)
     if a.ndim > 2 and b.ndim == 2 and not transpose_a:  # one large product, not a batch loop
         return (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[-1],))
     return a @ b
+
+
+def _outer(a, b):
+    """``a * b`` for ``a``'s last axis and ``b``'s first of length 1; two float32 matrices
+    through numba's loop (``_dense_numba.outer``: the same bits) from ``TILE_FROM`` elements, or
+    any size once numba is loaded (``jit.py``)."""
+    if a.ndim == b.ndim == 2 and jit.plain(a, b) and \
+            (a.shape[0] * b.shape[1] >= TILE_FROM or jit.loaded()):
+        kernels = jit.kernels("tapeflow.ops._dense_numba")
+        if kernels is not None:
+            out = np.empty((a.shape[0], b.shape[1]), a.dtype)
+            kernels.outer(a, b, out)
+            return out
+    return a * b
 
 
 def _matmul_grad(op, g):
@@ -83,17 +94,12 @@ def _matmul_kernel(in_types, attrs):
             or da.itemsize == 2:  # _matmul_forward's float32 products (half_in_float32)
         return None
     outer = (sa[0] if ta else sa[1]) == 1  # ``_matmul_forward``'s outer product
-    size = (sa[1] if ta else sa[0]) * (sb[0] if tb else sb[1])
-    if outer and da == db and _outer_by_blas(da, size):
-        return _outer_kernel(ta, tb)
+    if outer and (sa[1] if ta else sa[0]) * (sb[0] if tb else sb[1]) >= TILE_FROM:
+        def outer_product(a, b):
+            return _outer(a.T if ta else a, b.T if tb else b)
+        return outer_product
     product = "*" if outer else "@"
     return Inline(f"{{0}}{'.T' if ta else ''} {product} {{1}}{'.T' if tb else ''}")
-
-
-def _outer_kernel(ta, tb):
-    def outer_product(a, b):  # as ``_matmul_arrays``: the same bits, eager or compiled
-        return _outer(a.T if ta else a, b.T if tb else b)
-    return outer_product
 
 
 MATMUL = def_primitive("BatchMatMulV2", _matmul_forward, grad=_matmul_grad, saves="inputs",

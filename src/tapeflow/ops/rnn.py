@@ -23,6 +23,7 @@ from ..core.registry import def_primitive
 from ..core.tape import GradientTape
 from .creation import zeros_like
 from .elementwise import identity, sigmoid, tanh
+from . import rnn_jit
 from .rnn_kernels import KERNELS, overflow_ignored
 from .shape import reshape, split, stack, where
 
@@ -58,6 +59,11 @@ def _workspace_rows(kernel, steps):
     return kernel.n_states * (steps + 1) + kernel.saved_planes * steps
 
 
+def _jit_kernels(mask, projected, U):
+    """numba's compiled steps where they apply (``rnn_jit``: no mask), else None."""
+    return rnn_jit.kernels(projected, U) if mask is None else None
+
+
 def _sequence_forward(*operands, kind, has_bias, has_init, has_mask, zero_output):
     kernel = KERNELS[kind]
     projected, U, rb, init, mask, _ = _layout(operands, kind, has_bias, has_init, has_mask)
@@ -73,6 +79,11 @@ def _sequence_forward(*operands, kind, has_bias, has_init, has_mask, zero_output
     states, saved = _workspace_views(ws, kernel, steps, batch, units)
     for k in range(kernel.n_states):
         states[k, 0] = 0.0 if init is None else init[k]
+    jit = _jit_kernels(mask, projected, U)
+    if jit is not None:
+        rnn_jit.run_forward(jit, kind, projected, U, rb, states, saved)
+        seq = xp.ascontiguousarray(states[0, 1:].transpose(1, 0, 2))
+        return (seq,) + tuple(states[k, steps].copy() for k in range(kernel.n_states)) + (ws,)
     by_gate = projected.reshape(batch, steps, kernel.gates, units)
     neg_U = -U
     z = xp.empty((batch, kernel.gates * units), dtype)
@@ -106,6 +117,13 @@ def _sequence_backward(*operands, kind, has_bias, has_init, has_mask, zero_outpu
     batch, steps = projected.shape[:2]
     units = U.shape[0]
     tracing = context().trace is not None  # shape inference: the types alone
+    jit = None if tracing else _jit_kernels(mask, projected, U)
+    if jit is not None:
+        states, saved = _workspace_views(ws, kernel, steps, batch, units)
+        d_proj, d_inner, d_states = rnn_jit.run_backward(jit, kind, U, states, saved, d_seq,
+                                                         d_states)
+        return _weight_grads(d_proj, U, rb, states[0, :steps].transpose(1, 0, 2), d_inner,
+                             d_states, has_init)
     new = xp.zeros if tracing else xp.empty  # the loop writes every element
     d_proj = new(projected.shape, dtype)
     # the cotangents of every step's h @ U (+ rb): d_proj's own array where they are the same
@@ -147,9 +165,14 @@ def _sequence_backward(*operands, kind, has_bias, has_init, has_mask, zero_outpu
     else:
         d_states = [xp.zeros((batch, units), dtype) for _ in d_states]
         hs = xp.zeros((batch, steps, units), dtype)
-    # every step's h against every step's d inner: one matmul
+    return _weight_grads(d_proj, U, rb, hs, d_inner, d_states, has_init)
+
+
+def _weight_grads(d_proj, U, rb, hs, d_inner, d_states, has_init):
+    """The gradients ``_sequence_backward`` returns, ``dU`` and ``d rb`` from every step's h
+    ``hs`` (batch first) against every step's ``d_inner`` in one matmul."""
     flat = d_inner.reshape(-1, U.shape[1])
-    dU = hs.reshape(-1, units).T @ flat
+    dU = hs.reshape(-1, U.shape[0]).T @ flat
     d_rb = None if rb is None else flat.sum(axis=0)
     grads = [d_proj, dU] + ([] if d_rb is None else [d_rb])
     return tuple(grads + (list(d_states) if has_init else []))

@@ -22,7 +22,6 @@ import threading
 
 import numpy as np
 
-from ..core.array_rows import outer_by_blas
 from ..core.backward import _summed_axes
 from ..core.in_place import in_place_kernel
 from .ir import ASSIGN, READ
@@ -49,12 +48,8 @@ def _matmul_writer(in_types, attrs):
     if len(sa) != 2 or len(sb) != 2 or da == np.float16:
         return None
     ta, tb = attrs.get("transpose_a"), attrs.get("transpose_b")
-    # the forward's outer product (one column times one row) is a broadcast multiply, or from
-    # ``outer_by_blas``'s size BLAS's rank-1 update, whose zeros a buffer would not match
-    outer = (sa[0] if ta else sa[1]) == 1
-    if outer and outer_by_blas(da, (sa[1] if ta else sa[0]) * (sb[0] if tb else sb[1])):
-        return None
-    product = "multiply" if outer else "matmul"
+    # the forward's outer product (one column times one row) is a broadcast multiply
+    product = "multiply" if (sa[0] if ta else sa[1]) == 1 else "matmul"
     return f"np.{product}({{0}}{'.T' if ta else ''}, {{1}}{'.T' if tb else ''}, out={{out}})"
 
 

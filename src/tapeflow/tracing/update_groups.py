@@ -6,10 +6,10 @@ calls on a few hundred elements, so its time is all per-call overhead: six of th
 a seventh of the housing MLP's step at batch 1,024.  ``group_updates`` replaces the small
 updates of one op that share their attributes and scalar operands (the learning rate, the step
 count) with one equation.  Its kernel lays each per-variable operand of the group end to end
-(``np.concatenate``), runs the op's forward once, and hands each Variable a view of its part of
-each result.  The op must say that its forward works element by element
-(``core/elementwise_updates.py``), so every element gets the arithmetic it got alone: the same
-bits.
+(``np.concatenate``), runs the op's forward once (its in-place kernel where it has one: the
+laid-out copies are the call's own), and hands each Variable a view of its part of each result.
+The op must say that its forward works element by element (``core/elementwise_updates.py``),
+so every element gets the arithmetic it got alone: the same bits.
 
 The grouped equation stands where the group's last update stood, followed by every member's
 assigns in their order.  Moving an update later is safe when nothing in between reads or
@@ -23,6 +23,7 @@ import copy
 import numpy as np
 
 from ..core.elementwise_updates import elementwise_operands
+from ..core.in_place import in_place_kernel
 from ..core.registry import Primitive
 from . import memory_plan
 from .ir import ASSIGN, CUSTOM_GRADIENT, READ, Eqn, Graph, is_effect
@@ -143,7 +144,11 @@ def _grouped_eqn(members):
     inputs = [i for e in members for i in e.inputs[:per_variable]] + \
         list(first.inputs[per_variable:])
     outputs = [o for e in members for o in e.outputs]
-    kernel = _grouped_kernel(first.op.forward, first.attrs, len(members), per_variable)
+    update = first.op.forward
+    in_place = in_place_kernel(first.op.name)
+    if in_place is not None and in_place[1] == len(first.outputs):
+        update = in_place[0]  # the laid-out operands are the kernel's own: written in place
+    kernel = _grouped_kernel(update, first.attrs, len(members), per_variable)
     op = Primitive(f"Grouped{first.op.name}", kernel, num_outputs=len(outputs))
     return Eqn(op, {}, inputs, outputs, members[-1].source)
 

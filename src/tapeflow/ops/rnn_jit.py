@@ -1,0 +1,79 @@
+"""Recurrent timesteps compiled with numba (the optional ``jit`` extra): one pass a step.
+
+numpy runs a step of ``rnn_kernels._LSTM`` as some 14 calls forward and 20 back, each a pass
+over a ``(batch, units)`` plane; on W3's shapes those passes, not the recurrent GEMMs, were most
+of the sequence's time (issue 22), and numpy's float32 ``exp`` and ``tanh`` cost 1.9 and 2.8 ns
+an element on this AVX2 machine.  Here a step is the recurrent GEMM (numpy's BLAS) and one
+compiled loop that reads the gates' pre-activations and writes every saved plane and state, with
+an ``exp`` that the compiler vectorizes (Cephes's float32 polynomial: 8e-8 relative, against
+numpy's 2e-7).  The workspace is the one ``rnn.py`` lays out, so either path's forward feeds
+either path's backward.
+
+LSTM, GRU and SimpleRNN (``_rnn_numba.py``).  Used for float32 numpy arrays without a mask,
+from ``JIT_FROM`` projected elements, when numba imports and ``TAPEFLOW_JIT`` is not ``0``;
+everything else (CuPy, other dtypes, masks, the strict device) runs the numpy steps.
+Compiled on first use and cached on disk (numba's ``cache=True``, next to this file or in
+``NUMBA_CACHE_DIR``); ``jit.py`` loads them.
+"""
+import numpy as np
+
+from ..core.array_rows import TILE_FROM
+from . import jit
+
+__all__ = ["kernels", "run_forward", "run_backward"]
+
+
+# From this many projected elements (all steps): below, numba's start (~1.5 s a process) would
+# not pay, and the numpy steps keep small models' numbers where they were.
+JIT_FROM = TILE_FROM
+
+
+def kernels(projected, *arrays):
+    """numba's step kernels (``_rnn_numba``), or None where the numpy steps must run: numba
+    missing or switched off, an operand that is not a float32 numpy array, or a small one."""
+    if projected.size < JIT_FROM or not jit.plain(projected, *arrays):
+        return None
+    return jit.kernels("tapeflow.ops._rnn_numba")
+
+
+def run_forward(module, kind, projected, U, rb, states, saved):
+    """The timesteps forward into ``rnn.py``'s workspace views ``states`` and ``saved``."""
+    proj = np.ascontiguousarray(projected)
+    z = np.empty((proj.shape[0], U.shape[1]), np.float32)
+    if kind == "gru":
+        rb = np.zeros(U.shape[1], np.float32) if rb is None else \
+            np.ascontiguousarray(rb, dtype=np.float32)
+    for t in range(proj.shape[1]):
+        np.matmul(states[0, t], U, out=z)
+        if kind == "lstm":
+            module.lstm_forward_step(z, proj, t, states[1, t], states, saved)
+        elif kind == "gru":
+            module.gru_forward_step(z, proj, t, rb, states[0, t], states, saved)
+        else:
+            module.simple_forward_step(z, proj, t, states, saved)
+
+
+def run_backward(module, kind, U, states, saved, d_seq, d_states):
+    """Back through the timesteps: the cotangents of the projected inputs, of every step's
+    ``h @ U (+ rb)`` (the same array but for GRU's) and of the initial states (``d_states``:
+    the last ones', not overwritten)."""
+    batch, steps, units = d_seq.shape
+    d_seq = np.ascontiguousarray(d_seq, dtype=np.float32)
+    d_proj = np.empty((batch, steps, U.shape[1]), np.float32)
+    d_inner = np.empty_like(d_proj) if kind == "gru" else d_proj
+    d = [np.array(x, dtype=np.float32) for x in d_states]  # copies: overwritten
+    through = np.zeros((batch, units), np.float32)  # GRU: the part through the later h @ U
+    U_T = U.T
+    rows = [np.empty(units, np.float32) for _ in range(2)]
+    for t in range(steps - 1, -1, -1):
+        if kind == "lstm":
+            module.lstm_backward_step(d[0], d[1], d_seq, t, states[1, t], saved, d_proj, *rows)
+        elif kind == "gru":
+            module.gru_backward_step(d[0], through, d_seq, t, states[0, t], saved, d_proj,
+                                     d_inner, *rows)
+        else:
+            module.simple_backward_step(d[0], d_seq, t, saved, d_proj)
+        np.matmul(d_inner[:, t], U_T, out=through if kind == "gru" else d[0])
+    if kind == "gru":
+        d[0] += through
+    return d_proj, d_inner, d
