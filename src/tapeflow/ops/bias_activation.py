@@ -204,12 +204,18 @@ def _bias_activation_grad_kernel(in_types, attrs):
     # (a batch of 32 spends as long in calls as in arithmetic)
     if activation == "relu":
         def relu_bias_grad(g, out):
+            d = g * (out > 0)
+            return d, ones @ d
+
+        if math.prod(g_shape) < _TILE_FROM:
+            return relu_bias_grad  # small: numba's kernels never run (_relu_kernels)
+
+        def relu_bias_grad_large(g, out):
             kernels = _relu_kernels(g, out)
             if kernels is not None:
                 return _relu_bias_grad_compiled(kernels, g, out)
-            d = g * (out > 0)
-            return d, ones @ d
-        return relu_bias_grad
+            return relu_bias_grad(g, out)
+        return relu_bias_grad_large
 
     def bias_activation_grad(g, out):
         d = g * activation_slope(out, activation)
