@@ -79,24 +79,34 @@ def test_amsgrad_golden_values_grouped(grouped):
     assert not grouped or "grouped_update[2 x _apply_adam_amsgrad_in_place]" in names
 
 
-def _problem(amsgrad):
+_OPTIMIZERS = {  # name -> (make, the in-place kernel the grouped call runs)
+    "adam": (lambda: tf.optimizers.Adam(0.05), "_apply_adam_in_place"),
+    "adam_amsgrad": (lambda: tf.optimizers.Adam(0.05, amsgrad=True),
+                     "_apply_adam_amsgrad_in_place"),
+    "adamax": (lambda: tf.optimizers.Adamax(0.05), "_apply_adamax_in_place"),
+    "nadam": (lambda: tf.optimizers.Nadam(0.05), "_apply_nadam_in_place"),
+    "adagrad": (lambda: tf.optimizers.Adagrad(0.1), "_apply_adagrad_in_place"),
+}
+
+
+def _problem(name="adam"):
     """An MLP's kinds of Variables, scalar to matrix, each with its own optimizer state."""
     rng = np.random.default_rng(0)
     shapes = [(3, 4), (4,), (4, 1), (1,), ()]
     variables = [tf.Variable(rng.normal(size=s).astype(np.float32)) for s in shapes]
     grads = [tf.constant(rng.normal(size=s).astype(np.float32)) for s in shapes]
-    optimizer = tf.optimizers.Adam(0.05, amsgrad=amsgrad)
+    optimizer = _OPTIMIZERS[name][0]()
 
     def step():
         optimizer.apply_gradients(zip(grads, variables))
     return variables, optimizer, step
 
 
-@pytest.mark.parametrize("amsgrad", [False, True])
-def test_grouped_step_gives_the_eager_steps_bits(amsgrad, grouped):
+@pytest.mark.parametrize("name", sorted(_OPTIMIZERS))
+def test_grouped_step_gives_the_eager_steps_bits(name, grouped):
     # TF: optimizer tests compare a tf.function step with eager steps the same way
-    eager_vars, eager_opt, eager_step = _problem(amsgrad)
-    traced_vars, traced_opt, step = _problem(amsgrad)
+    eager_vars, eager_opt, eager_step = _problem(name)
+    traced_vars, traced_opt, step = _problem(name)
     traced_step = tf.function(step)
     for k in range(4):
         eager_step()
@@ -104,13 +114,13 @@ def test_grouped_step_gives_the_eager_steps_bits(amsgrad, grouped):
         for got, want in zip(traced_vars + traced_opt.variables,
                              eager_vars + eager_opt.variables):
             np.testing.assert_array_equal(got.numpy(), want.numpy())
-    kernel = "_apply_adam_amsgrad_in_place" if amsgrad else "_apply_adam_in_place"
+    kernel = _OPTIMIZERS[name][1]
     assert not grouped or f"grouped_update[5 x {kernel}]" in _kernel_names(traced_step)
 
 
 def test_large_variables_are_left_to_their_in_place_updates(monkeypatch, grouped):
     monkeypatch.setattr(memory_plan, "MIN_BUFFER_BYTES", 16)  # small: (1,) and () float32
-    _, _, step = _problem(False)
+    _, _, step = _problem()
     traced = tf.function(step)
     traced()
     source = traced.get_concrete_function()._run.source

@@ -2,6 +2,7 @@
 import numpy as np
 
 from .. import backend
+from ..core.elementwise_updates import register_elementwise_update
 from ..core.in_place import register_in_place
 from ..core.registry import def_primitive
 from .base import Optimizer
@@ -37,6 +38,7 @@ def _apply_adagrad_in_place(var, accumulator, grad, lr, *, epsilon):
 
 
 register_in_place("ApplyAdagrad", _apply_adagrad_in_place, targets=2)
+register_elementwise_update("ApplyAdagrad", per_variable=3)  # small ones as one call
 
 
 class Adagrad(Optimizer):

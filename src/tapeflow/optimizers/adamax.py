@@ -2,6 +2,7 @@
 import numpy as np
 
 from .. import backend
+from ..core.elementwise_updates import register_elementwise_update
 from ..core.in_place import register_in_place
 from ..core.registry import def_primitive
 from .base import Optimizer
@@ -38,6 +39,7 @@ def _apply_adamax_in_place(var, m, u, grad, lr, iterations, *, beta_1, beta_2, e
 
 
 register_in_place("ApplyAdaMax", _apply_adamax_in_place, targets=3)
+register_elementwise_update("ApplyAdaMax", per_variable=4)  # small ones as one call
 
 
 class Adamax(Optimizer):

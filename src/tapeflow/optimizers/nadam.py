@@ -3,6 +3,7 @@ import numpy  # the host-side momentum product and the in-place kernel
 
 from .. import backend
 from ..core.dispatch import apply
+from ..core.elementwise_updates import register_elementwise_update
 from ..core.in_place import register_in_place
 from ..core.registry import def_primitive
 from .adam import moments, moments_in_place
@@ -69,6 +70,7 @@ def _apply_nadam_in_place(var, m, v, grad, lr, u_product, iterations, *, beta_1,
 
 
 register_in_place("ApplyNadam", _apply_nadam_in_place, targets=3)
+register_elementwise_update("ApplyNadam", per_variable=4)  # small ones as one call
 
 
 class Nadam(Optimizer):
