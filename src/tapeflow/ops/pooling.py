@@ -18,8 +18,10 @@ size, so one traced graph fits every batch.
 """
 import numpy as np
 
+from ..core.array_rows import TILE_FROM
 from ..core.dispatch import apply
 from ..core.registry import def_primitive
+from . import jit
 from ._util import array_module, as_tensor
 from .shape import reshape
 from .window_args import check_format, check_output, explicit_pads, fold_batch, from_nhwc, \
@@ -57,6 +59,18 @@ def _first_max_hits(x, ksize, strides, pads):
 
 def _max_pool_grad_forward(x, dy, ksize, strides, pads):
     """dy added at each window's first maximum, in x's shape (dy may have leading axes)."""
+    # numba's loop (the jit extra) where windows do not overlap (Keras's default, strides =
+    # pool size): each input then takes at most one window's cotangent, so the sums are
+    # numpy's bits (overlapping windows would add in another order)
+    kernels = jit.kernels("tapeflow.ops._pool_numba") \
+        if dy.ndim == 4 and x.size >= TILE_FROM and strides[0] >= ksize[0] and \
+        strides[1] >= ksize[1] and jit.plain(x, dy) else None
+    if kernels is not None:
+        out = np.zeros(x.shape, x.dtype)
+        scratch = np.empty(x.shape[-1], x.dtype), np.empty(x.shape[-1], np.bool_)
+        kernels.max_pool_grad(np.ascontiguousarray(x), np.ascontiguousarray(dy), *ksize,
+                              *strides, pads[0][0], pads[1][0], out, *scratch)
+        return out
     xp = array_module(dy)
     parts = None
     for k, hit in enumerate(_first_max_hits(x, ksize, strides, pads)):
