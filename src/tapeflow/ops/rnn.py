@@ -82,8 +82,20 @@ def _sequence_forward(*operands, kind, has_bias, has_init, has_mask, zero_output
     jit = _jit_kernels(mask, projected, U)
     if jit is not None:
         rnn_jit.run_forward(jit, kind, projected, U, rb, states, saved)
+        seq = None
+    else:
+        seq = _numpy_steps(xp, kernel, projected, U, rb, mask, zero_output, states, saved)
+    if mask is None:  # every output is the new h: one copy, batch first
         seq = xp.ascontiguousarray(states[0, 1:].transpose(1, 0, 2))
-        return (seq,) + tuple(states[k, steps].copy() for k in range(kernel.n_states)) + (ws,)
+    return (seq,) + tuple(states[k, steps].copy() for k in range(kernel.n_states)) + (ws,)
+
+
+def _numpy_steps(xp, kernel, projected, U, rb, mask, zero_output, states, saved):
+    """The timesteps forward in array code (``rnn_kernels``) into the workspace views; the
+    output sequence where a mask makes it differ from the states (else None)."""
+    batch, steps = projected.shape[:2]
+    units = U.shape[0]
+    dtype = projected.dtype
     by_gate = projected.reshape(batch, steps, kernel.gates, units)
     neg_U = -U
     z = xp.empty((batch, kernel.gates * units), dtype)
@@ -101,9 +113,7 @@ def _sequence_forward(*operands, kind, has_bias, has_init, has_mask, zero_output
                 seq[:, t] = output
                 for new, old in zip(after, states[:, t]):  # a masked row keeps its states
                     xp.copyto(new, old, where=~keep)
-    if mask is None:  # every output is the new h: one copy, batch first
-        seq = xp.ascontiguousarray(states[0, 1:].transpose(1, 0, 2))
-    return (seq,) + tuple(states[k, steps].copy() for k in range(kernel.n_states)) + (ws,)
+    return seq
 
 
 def _sequence_backward(*operands, kind, has_bias, has_init, has_mask, zero_output):
