@@ -1,14 +1,22 @@
 """Softmax and LayerNormGrad on large arrays of short rows, where their numpy kernels take other
 routes than on the op battery's small shapes (``ops/nn.py``: softmax without the per-row
 maximum; ``ops/layer_norm.py``: the backward's sums as BLAS products): values against numpy in
-float64, the edge rows of each route, and traced = eager."""
+float64, the edge rows of each route, and traced = eager.  numba's row kernels (the jit extra,
+``tests/ops/test_norm_jit.py``) would take these float32 arrays over, so they are switched off
+here: these are the routes every install without numba runs."""
 import numpy as np
 import pytest
 
 import tapeflow as tf
+from tapeflow.ops import jit
 from tapeflow.ops.layer_norm import layer_norm
 
 LARGE = (8, 64, 64)  # 32,768 elements: the size from which the row routes apply
+
+
+@pytest.fixture(autouse=True)
+def numpy_routes(monkeypatch):
+    monkeypatch.setitem(jit._LOADED, "tapeflow.ops._norm_numba", None)
 
 
 def np_softmax(x, axis=-1):
