@@ -44,7 +44,9 @@ def _dense_model(outputs=1, activation=None, compiled=True):
 
 @pytest.mark.child_process
 def test_import_tapeflow_does_not_import_sklearn():
+    # nor scipy: scipy.linalg alone was a third of the import's time (every CLI call pays it)
     code = "import sys, tapeflow as tf; assert 'sklearn' not in sys.modules; " \
+           "assert 'scipy' not in sys.modules, 'scipy imported with tapeflow'; " \
            "tf.keras.wrappers.SKLearnRegressor; assert 'sklearn' in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
