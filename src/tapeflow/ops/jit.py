@@ -9,6 +9,7 @@ it, and everything else keeps numpy's code: CuPy and the strict device's arrays,
 """
 import importlib
 import os
+import warnings
 
 import numpy as np
 
@@ -28,8 +29,26 @@ def kernels(module):
             except ImportError:
                 pass
             else:
-                _LOADED[module] = importlib.import_module(module)
+                _LOADED[module] = _imported(module)
     return _LOADED[module]
+
+
+def _imported(module):
+    """The kernel module, or None and a warning where numba cannot load it.  The usual
+    cause: numba finds nowhere to write its cache (site-packages read-only and no writable
+    home: containers, Nix, clusters) and refuses ``cache=True`` functions at import.  numpy's
+    code then runs instead, slower.  The cache is not redirected to a shared
+    temporary directory: numba's cache files are pickles, and loading one someone else could
+    write would run their code."""
+    try:
+        return importlib.import_module(module)
+    except Exception as error:  # noqa: BLE001 - any failure to load leaves numpy's code
+        warnings.warn(
+            f"tapeflow: numba's compiled kernels ({module}) did not load, so numpy's code runs "
+            f"instead: {type(error).__name__}: {error}. Where numba has no writable cache "
+            f"directory, set NUMBA_CACHE_DIR to a directory of your own; TAPEFLOW_JIT=0 "
+            f"leaves numba out.", RuntimeWarning, stacklevel=4)
+        return None
 
 
 def loaded():
