@@ -36,24 +36,44 @@ def kernels(projected, *arrays):
     return jit.kernels("tapeflow.ops._rnn_numba")
 
 
-def run_forward(module, kind, projected, U, rb, states, saved):
-    """The timesteps forward into ``rnn.py``'s workspace views ``states`` and ``saved``."""
+def run_forward(module, kind, projected, U, rb, states, saved, mask=None):
+    """The timesteps forward into ``rnn.py``'s workspace views ``states`` and ``saved``; a
+    masked row keeps its states (``mask``: Keras's, ``(batch, time)``, or None)."""
     proj = np.ascontiguousarray(projected)
     z = np.empty((proj.shape[0], U.shape[1]), np.float32)
+    keep = _keep(mask)
     if kind == "gru":
         rb = np.zeros(U.shape[1], np.float32) if rb is None else \
             np.ascontiguousarray(rb, dtype=np.float32)
     for t in range(proj.shape[1]):
         np.matmul(states[0, t], U, out=z)
         if kind == "lstm":
-            module.lstm_forward_step(z, proj, t, states[1, t], states, saved)
+            module.lstm_forward_step(z, proj, t, states[1, t], states, saved, *keep)
         elif kind == "gru":
-            module.gru_forward_step(z, proj, t, rb, states[0, t], states, saved)
+            module.gru_forward_step(z, proj, t, rb, states[0, t], states, saved, *keep)
         else:
-            module.simple_forward_step(z, proj, t, states, saved)
+            module.simple_forward_step(z, proj, t, states, saved, *keep)
 
 
-def run_backward(module, kind, U, states, saved, d_seq, d_states):
+def masked_outputs(states, mask, zero_output):
+    """The output sequence ``(batch, time, units)`` of a masked forward, from its states: a
+    masked step repeats the last output, which is the h its row kept (zeros before the row's
+    first unmasked step), or gives zeros with ``zero_output``."""
+    shown = mask if zero_output else np.logical_or.accumulate(mask, axis=1)
+    steps, batch, units = states.shape[1] - 1, states.shape[2], states.shape[3]
+    seq = np.zeros((batch, steps, units), states.dtype)
+    np.copyto(seq, states[0, 1:].transpose(1, 0, 2), where=shown[:, :, None])
+    return seq
+
+
+def _keep(mask):
+    """The kernels' optional mask argument: none at all without a mask (their unmasked
+    loops), else the mask as a contiguous bool array."""
+    return () if mask is None else (np.ascontiguousarray(mask, dtype=np.bool_),)
+
+
+def run_backward(module, kind, U, states, saved, d_seq, d_states, mask=None,
+                 zero_output=False):
     """Back through the timesteps: the cotangents of the projected inputs, of every step's
     ``h @ U (+ rb)`` (the same array but for GRU's) and of the initial states (``d_states``:
     the last ones', not overwritten)."""
@@ -62,18 +82,24 @@ def run_backward(module, kind, U, states, saved, d_seq, d_states):
     d_proj = np.empty((batch, steps, U.shape[1]), np.float32)
     d_inner = np.empty_like(d_proj) if kind == "gru" else d_proj
     d = [np.array(x, dtype=np.float32) for x in d_states]  # copies: overwritten
-    through = np.zeros((batch, units), np.float32)  # GRU: the part through the later h @ U
+    # the part of h's cotangent through the later step's h @ U where it is kept apart (GRU's
+    # h has another way back, a masked row's all of it)
+    apart = kind == "gru" or mask is not None
+    through = np.zeros((batch, units), np.float32) if apart else d[0]
     U_T = U.T
     rows = [np.empty(units, np.float32) for _ in range(2)]
+    masked = () if mask is None else \
+        _keep(mask) + (np.zeros((batch, units), np.float32), zero_output)  # carry, zero_output
     for t in range(steps - 1, -1, -1):
         if kind == "lstm":
-            module.lstm_backward_step(d[0], d[1], d_seq, t, states[1, t], saved, d_proj, *rows)
+            module.lstm_backward_step(d[0], through, d[1], d_seq, t, states[1, t], saved, d_proj,
+                                      *rows, *masked)
         elif kind == "gru":
             module.gru_backward_step(d[0], through, d_seq, t, states[0, t], saved, d_proj,
-                                     d_inner, *rows)
+                                     d_inner, *rows, *masked)
         else:
-            module.simple_backward_step(d[0], d_seq, t, saved, d_proj)
-        np.matmul(d_inner[:, t], U_T, out=through if kind == "gru" else d[0])
-    if kind == "gru":
+            module.simple_backward_step(d[0], through, d_seq, t, saved, d_proj, *masked)
+        np.matmul(d_inner[:, t], U_T, out=through)
+    if apart:
         d[0] += through
     return d_proj, d_inner, d
