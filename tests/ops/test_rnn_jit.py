@@ -131,6 +131,20 @@ def test_masked_compiled_steps_equal_numpys(kind, zero_output, units, with_init,
         np.testing.assert_array_equal(seq[3, 3:5], np.broadcast_to(seq[3, 2], (2, units)))
 
 
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("zero_output", [False, True])
+def test_masked_compiled_steps_of_one_row(kind, zero_output, monkeypatch):
+    """A batch of one: the outputs are a copy of the states, not a view of the workspace
+    that hiding the masked steps' outputs would write zeros into."""
+    mask = MASK[3:4]
+    jit_outs, jit_grads = _sequence(kind, 1, mask.shape[1], 5, 3, True, True, monkeypatch, mask,
+                                    zero_output)
+    np_outs, np_grads = _sequence(kind, 1, mask.shape[1], 5, 3, True, False, monkeypatch, mask,
+                                  zero_output)
+    for got, want in zip(jit_outs + tuple(jit_grads), np_outs + tuple(np_grads)):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+
+
 def test_other_dtypes_and_arrays_take_numpys_steps():
     big = np.zeros(rnn_jit.JIT_FROM, np.float32)
     assert rnn_jit.kernels(big.astype(np.float64)) is None

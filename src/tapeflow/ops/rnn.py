@@ -11,9 +11,12 @@ Masks are Keras's: a masked step keeps the states before it and outputs the last
 (zeros before the first unmasked step, or at every masked step with ``zero_output``).
 
 The gradient is ``<Kind>SequenceGrad``: back through time in array code from the workspace,
-O(T).  Where numba is (the ``jit`` extra) both run as compiled steps (``rnn_jit``) on large
-float32 numpy arrays, masked or not; the array code here is their reference and runs elsewhere.  Its own gradient (second order) differentiates the same computation written in tapeflow
+O(T).  Its own gradient (second order) differentiates the same computation written in tapeflow
 ops (``unrolled_sequence``) on a tape, as ``WhileGrad``'s does.
+
+Where numba is (the ``jit`` extra), the forward and the gradient run as compiled steps
+(``rnn_jit``) on large float32 numpy arrays, masked or not; the array code here is their
+reference, and runs everywhere else.
 """
 import numpy as np
 

@@ -62,8 +62,10 @@ def masked_outputs(states, mask, zero_output):
     masked step repeats the last output, which is the h its row kept (zeros before the row's
     first unmasked step), or gives zeros with ``zero_output``."""
     shown = mask if zero_output else np.logical_or.accumulate(mask, axis=1)
-    seq = np.ascontiguousarray(states[0, 1:].transpose(1, 0, 2))
-    seq[~shown] = 0.0  # 0.14 ms at W3's shapes; copyto(where=) from the states took 0.6
+    # a copy always (ascontiguousarray gives a view of one row or step, which the zeros
+    # would overwrite in the workspace); 0.14 ms at W3's shapes, copyto(where=) took 0.6
+    seq = states[0, 1:].transpose(1, 0, 2).copy()
+    seq[~shown] = 0.0
     return seq
 
 
@@ -77,7 +79,7 @@ def run_backward(module, kind, U, states, saved, d_seq, d_states, mask=None,
                  zero_output=False):
     """Back through the timesteps: the cotangents of the projected inputs, of every step's
     ``h @ U (+ rb)`` (the same array but for GRU's) and of the initial states (``d_states``:
-    the last ones', not overwritten)."""
+    the last ones', not overwritten); ``mask`` and ``zero_output`` the forward's."""
     batch, steps, units = d_seq.shape
     d_seq = np.ascontiguousarray(d_seq, dtype=np.float32)
     d_proj = np.empty((batch, steps, U.shape[1]), np.float32)
