@@ -10,15 +10,17 @@ inner loop has unit stride and is vectorized; a state read at step t and written
 as an array of its own (a load and stores through one array at a run-time distance keep a loop
 from being vectorized), and each gate's block of a row is written by a loop of its own.
 
-Masks (Keras's): every kernel takes the mask ``keep`` ``(batch, time)`` (bool) as an optional
-argument, with what the masked way needs.  Left out (None), numba prunes each ``keep is None``
-branch when it compiles, so the unmasked steps are the loops they were before masks.  Forward,
-a masked row's step is computed and saved as any other (the workspace stays numpy's: either
-path's backward reads every row of it), then its states are put back.  Backward, a masked row
-passes its states' cotangents through and its gates get none; ``through`` then holds the part
-of h's cotangent through the later step's ``h @ U`` (the caller's matmul), ``dh`` the rest, and
-``carry`` the cotangent of the output a masked step repeated, which the last unmasked step
-before it takes on (none with ``zero_output``: a masked step outputs zeros).
+Masks (Keras's, ``keep`` ``(batch, time)``, bool).  Forward, a masked row's step is computed
+and saved as any other (the workspace stays numpy's: either path's backward reads every row of
+it), then ``keep_masked_rows`` puts its states back (one small kernel for every cell: masked
+forward kernels would cost CI ~5 s more of compiling, cold, for ~1% of a step).  Backward, the
+step kernels take the mask as optional arguments, with what the masked way needs; left out
+(None), numba prunes each ``keep is None`` branch when it compiles, so the unmasked steps are
+the loops they were before masks.  A masked row passes its states' cotangents through and its
+gates get none; ``through`` then holds the part of h's cotangent through the later step's
+``h @ U`` (the caller's matmul), ``dh`` the rest, and ``carry`` the cotangent of the output a
+masked step repeated, which the last unmasked step before it takes on (none with
+``zero_output``: a masked step outputs zeros).
 """
 import numba
 import numpy as np
@@ -84,12 +86,14 @@ def _tanh(x):
     return small if a < _F(0.625) else large
 
 
-@numba.njit(inline="always")
-def _keep_states(states, t, b):
-    """A masked row: the states after step ``t`` are those before it."""
-    for k in range(states.shape[0]):
-        for j in range(states.shape[3]):
-            states[k, t + 1, b, j] = states[k, t, b, j]
+@numba.njit(cache=True)
+def keep_masked_rows(states, t, keep):
+    """After step ``t`` of any cell: a masked row's states are those before the step."""
+    for b in range(states.shape[2]):
+        if not keep[b, t]:
+            for k in range(states.shape[0]):
+                for j in range(states.shape[3]):
+                    states[k, t + 1, b, j] = states[k, t, b, j]
 
 
 @numba.njit(inline="always")
@@ -116,7 +120,7 @@ def _h_cotangent_kept(b, t, j, dh, through, d_seq, carry):
 
 
 @numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
-def lstm_forward_step(z, proj, t, c_prev, states, saved, keep=None):
+def lstm_forward_step(z, proj, t, c_prev, states, saved):
     """Step ``t``: gates from ``z = h @ U`` plus the projected input, the new c and h
     (``c_prev`` is ``states[1, t]``)."""
     batch, units = states.shape[2], states.shape[3]
@@ -135,8 +139,6 @@ def lstm_forward_step(z, proj, t, c_prev, states, saved, keep=None):
             saved[t, 4, b, j] = th
             states[1, t + 1, b, j] = c
             states[0, t + 1, b, j] = o * th
-        if keep is not None and not keep[b, t]:
-            _keep_states(states, t, b)
 
 
 @numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
@@ -182,7 +184,7 @@ def lstm_backward_step(dh, through, dc, d_seq, t, c_prev, saved, d_proj, h_bar, 
 
 
 @numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
-def gru_forward_step(z, proj, t, rb, h_prev, states, saved, keep=None):
+def gru_forward_step(z, proj, t, rb, h_prev, states, saved):
     """Step ``t``: ``z = h @ U``, ``rb`` the recurrent bias (zeros where there is none); saves
     the gates z, r, the candidate's inner part ``h @ U_h + rb_h`` and the candidate."""
     batch, units = h_prev.shape
@@ -197,8 +199,6 @@ def gru_forward_step(z, proj, t, rb, h_prev, states, saved, keep=None):
             saved[t, 2, b, j] = rh
             saved[t, 3, b, j] = hh
             states[0, t + 1, b, j] = (h_prev[b, j] - hh) * zg + hh
-        if keep is not None and not keep[b, t]:
-            _keep_states(states, t, b)
 
 
 @numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
@@ -241,7 +241,7 @@ def gru_backward_step(dh, through, d_seq, t, h_prev, saved, d_proj, d_inner, h_b
 
 
 @numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
-def simple_forward_step(z, proj, t, states, saved, keep=None):
+def simple_forward_step(z, proj, t, states, saved):
     """Step ``t``: ``tanh(x_t @ W + b + h @ U)``, saved before any mask."""
     batch, units = z.shape
     for b in range(batch):
@@ -249,8 +249,6 @@ def simple_forward_step(z, proj, t, states, saved, keep=None):
             new = _tanh(proj[b, t, j] + z[b, j])
             saved[t, 0, b, j] = new
             states[0, t + 1, b, j] = new
-        if keep is not None and not keep[b, t]:
-            _keep_states(states, t, b)
 
 
 @numba.njit(cache=True, fastmath=_MATH, error_model="numpy")

@@ -43,18 +43,20 @@ def run_forward(module, kind, projected, U, rb, states, saved, mask=None):
     masked row keeps its states (``mask``: Keras's, ``(batch, time)``, or None)."""
     proj = np.ascontiguousarray(projected)
     z = np.empty((proj.shape[0], U.shape[1]), np.float32)
-    keep = _keep(mask)
+    keep = None if mask is None else np.ascontiguousarray(mask, dtype=np.bool_)
     if kind == "gru":
         rb = np.zeros(U.shape[1], np.float32) if rb is None else \
             np.ascontiguousarray(rb, dtype=np.float32)
     for t in range(proj.shape[1]):
         np.matmul(states[0, t], U, out=z)
         if kind == "lstm":
-            module.lstm_forward_step(z, proj, t, states[1, t], states, saved, *keep)
+            module.lstm_forward_step(z, proj, t, states[1, t], states, saved)
         elif kind == "gru":
-            module.gru_forward_step(z, proj, t, rb, states[0, t], states, saved, *keep)
+            module.gru_forward_step(z, proj, t, rb, states[0, t], states, saved)
         else:
-            module.simple_forward_step(z, proj, t, states, saved, *keep)
+            module.simple_forward_step(z, proj, t, states, saved)
+        if keep is not None:
+            module.keep_masked_rows(states, t, keep)
 
 
 def masked_outputs(states, mask, zero_output):
@@ -67,12 +69,6 @@ def masked_outputs(states, mask, zero_output):
     seq = states[0, 1:].transpose(1, 0, 2).copy()
     seq[~shown] = 0.0
     return seq
-
-
-def _keep(mask):
-    """The kernels' optional mask argument: none at all without a mask (their unmasked
-    loops), else the mask as a contiguous bool array."""
-    return () if mask is None else (np.ascontiguousarray(mask, dtype=np.bool_),)
 
 
 def run_backward(module, kind, U, states, saved, d_seq, d_states, mask=None,
@@ -91,8 +87,9 @@ def run_backward(module, kind, U, states, saved, d_seq, d_states, mask=None,
     through = np.zeros((batch, units), np.float32) if apart else d[0]
     U_T = U.T
     rows = [np.empty(units, np.float32) for _ in range(2)]
-    masked = () if mask is None else \
-        _keep(mask) + (np.zeros((batch, units), np.float32), zero_output)  # carry, zero_output
+    # the kernels' optional arguments (none: their unmasked loops): keep, carry, zero_output
+    masked = () if mask is None else (np.ascontiguousarray(mask, dtype=np.bool_),
+                                      np.zeros((batch, units), np.float32), zero_output)
     for t in range(steps - 1, -1, -1):
         if kind == "lstm":
             module.lstm_backward_step(d[0], through, d[1], d_seq, t, states[1, t], saved, d_proj,
