@@ -13,7 +13,7 @@ from being vectorized), and each gate's block of a row is written by a loop of i
 Masks (Keras's, ``keep`` ``(batch, time)``, bool).  Forward, a masked row's step is computed
 and saved as any other (the workspace stays numpy's: either path's backward reads every row of
 it), then ``keep_masked_rows`` puts its states back (one small kernel for every cell: masked
-forward kernels would cost CI ~5 s more of compiling, cold, for ~1% of a step).  Backward, the
+forward kernels measured no faster and cost ~5 s more of compiling, cold).  Backward, the
 step kernels take the mask as optional arguments, with what the masked way needs; left out
 (None), numba prunes each ``keep is None`` branch when it compiles, so the unmasked steps are
 the loops they were before masks.  A masked row passes its states' cotangents through and its
