@@ -15,6 +15,9 @@ steps, and the figure is the best (min) round: steps/s (wall), process CPU ms pe
 sensitive to other processes at one thread) and the ratios.  Also printed: the
 equations of each traced step (its optimized graph), and the first step's losses (equal).
 
+``--mask`` pads the sequences: each row's length uniform in [length/2, length], the tail
+masked (``Embedding(mask_zero=True)`` with id 0 there, or the op's mask operand with ``--ops``).
+
 ``--threads N`` sets the BLAS thread count before numpy is imported (1 gives steadier figures
 on a shared machine: many threads waiting for cores make small matmuls erratic).
 
@@ -23,8 +26,8 @@ on a shared machine: many threads waiting for cores make small matmuls erratic).
 process CPU time over ``--rounds`` rounds of ``--steps`` calls (the kernels of
 ``ops/rnn_kernels.py`` without the rest of the step).
 
-Usage:  python benchmarks/bench_rnn.py [--cell lstm|gru|simple_rnn] [--ops] [--rounds N]
-                                       [--steps S] [--threads N]
+Usage:  python benchmarks/bench_rnn.py [--cell lstm|gru|simple_rnn] [--ops] [--mask]
+                                       [--rounds N] [--steps S] [--threads N]
 """
 import argparse
 import os
@@ -37,6 +40,8 @@ def parse():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cell", choices=("lstm", "gru", "simple_rnn"), default="lstm")
     p.add_argument("--ops", action="store_true", help="time the sequence op alone")
+    p.add_argument("--mask", action="store_true",
+                   help="padded sequences: lengths uniform in [length/2, length], tails masked")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--threads", type=int, default=None)
@@ -53,12 +58,20 @@ import numpy as np  # noqa: E402 - after the thread count is set
 import tapeflow as tf  # noqa: E402
 
 
-def make_model(cell, unroll, fused_cell=True):
+def padding_mask(rng):
+    """``(BATCH, LENGTH)``: True for each row's first ``n`` steps, ``n`` uniform in
+    [LENGTH / 2, LENGTH]."""
+    lengths = rng.integers(LENGTH // 2, LENGTH + 1, BATCH)
+    return np.arange(LENGTH) < lengths[:, None]
+
+
+def make_model(cell, unroll, fused_cell=True, mask_zero=False):
     recurrent = {"lstm": tf.keras.layers.LSTM, "gru": tf.keras.layers.GRU}[cell](
         UNITS, unroll=unroll)
     if not fused_cell:
         recurrent.cell.fused = lambda: None  # the cell's elementwise-op step (step_ops)
-    model = tf.keras.Sequential([tf.keras.layers.Embedding(VOCAB, EMBED), recurrent,
+    model = tf.keras.Sequential([tf.keras.layers.Embedding(VOCAB, EMBED, mask_zero=mask_zero),
+                                 recurrent,
                                  tf.keras.layers.Dense(2)])
     model.compile(optimizer=tf.keras.optimizers.Adam(1e-3),
                   loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -81,7 +94,8 @@ def best_cpu_ms(fn, rounds, calls):
 
 
 def time_ops(args):
-    """The whole-sequence op's forward and backward alone, float32, no mask or initial state."""
+    """The whole-sequence op's forward and backward alone, float32, no initial state (a
+    padding mask with ``--mask``)."""
     from tapeflow.ops import rnn
     gates = {"simple_rnn": 1, "lstm": 4, "gru": 3}[args.cell]
     rng = np.random.default_rng(0)
@@ -89,8 +103,10 @@ def time_ops(args):
     U = (0.1 * rng.normal(size=(UNITS, gates * UNITS))).astype(np.float32)
     operands = [projected, U] + ([np.zeros(gates * UNITS, np.float32)] if args.cell == "gru"
                                  else [])
-    attrs = dict(kind=args.cell, has_bias=args.cell == "gru", has_init=False, has_mask=False,
-                 zero_output=False)
+    if args.mask:
+        operands.append(padding_mask(rng))
+    attrs = dict(kind=args.cell, has_bias=args.cell == "gru", has_init=False,
+                 has_mask=args.mask, zero_output=False)
     outs = rnn._sequence_forward(*operands, **attrs)
     d_seq = rng.normal(size=(BATCH, LENGTH, UNITS)).astype(np.float32)
     d_last = [np.zeros((BATCH, UNITS), np.float32) for _ in outs[1:-1]]
@@ -98,8 +114,10 @@ def time_ops(args):
                           args.steps)
     backward = best_cpu_ms(lambda: rnn._sequence_backward(*operands, outs[-1], d_seq, *d_last,
                                                           **attrs), args.rounds, args.steps)
-    print(f"{args.cell} sequence op alone ({UNITS} units, length {LENGTH}, batch {BATCH}), best "
-          f"of {args.rounds} rounds of {args.steps} calls: forward {forward:.1f} cpu ms, "
+    masked = ", padded" if args.mask else ""
+    print(f"{args.cell} sequence op alone ({UNITS} units, length {LENGTH}, batch {BATCH}"
+          f"{masked}), best of {args.rounds} rounds of {args.steps} calls: forward "
+          f"{forward:.1f} cpu ms, "
           f"gradient {backward:.1f} cpu ms")
 
 
@@ -110,10 +128,13 @@ def main():
     if args.cell == "simple_rnn":
         raise SystemExit("--cell simple_rnn: with --ops only (W3 is an LSTM or GRU model)")
     rng = np.random.default_rng(0)
-    x = rng.integers(0, VOCAB, (BATCH, LENGTH))
+    x = rng.integers(1 if args.mask else 0, VOCAB, (BATCH, LENGTH))
     y = rng.integers(0, 2, (BATCH,))
-    models = {"before": make_model(args.cell, True, fused_cell=False),
-              "unrolled": make_model(args.cell, True), "fused": make_model(args.cell, False)}
+    if args.mask:
+        x[~padding_mask(rng)] = 0
+    models = {"before": make_model(args.cell, True, False, args.mask),
+              "unrolled": make_model(args.cell, True, mask_zero=args.mask),
+              "fused": make_model(args.cell, False, mask_zero=args.mask)}
     for model in models.values():
         model(x[:1])
         model.set_weights(models["before"].get_weights())
@@ -127,7 +148,8 @@ def main():
                 model.train_on_batch(x, y)
             best[name] = min(best[name], (time.perf_counter() - start) / args.steps)
             best_cpu[name] = min(best_cpu[name], (time.process_time() - start_cpu) / args.steps)
-    print(f"W3 ({args.cell.upper()}({UNITS}), length {LENGTH}, batch {BATCH}); best of "
+    print(f"W3 ({args.cell.upper()}({UNITS}), length {LENGTH}, batch {BATCH}"
+          f"{', padded' if args.mask else ''}); best of "
           f"{args.rounds} rounds of {args.steps} steps")
     for name, model in models.items():
         print(f"  {name:8s} {1 / best[name]:7.2f} steps/s  {1e3 * best_cpu[name]:7.1f} cpu ms/step"

@@ -54,7 +54,8 @@ def test_limits_and_nan():
     assert _compiled(2, x)[5] == 0.0 and _compiled(1, x)[5] == 0.5
 
 
-def _sequence(kind, batch, steps, units, seed, with_init, compiled, monkeypatch):
+def _sequence(kind, batch, steps, units, seed, with_init, compiled, monkeypatch, mask=None,
+              zero_output=False):
     """The forward's outputs and the backward's gradients, through the compiled steps (at
     any size here) or numpy's (the kernels switched off for this call)."""
     monkeypatch.setattr(rnn_jit, "JIT_FROM", 0)
@@ -68,12 +69,14 @@ def _sequence(kind, batch, steps, units, seed, with_init, compiled, monkeypatch)
     rb = [rng.normal(size=gates * units).astype(f32)] if kind == "gru" else []
     init = [rng.normal(size=(batch, units)).astype(f32) for _ in range(n_states)] \
         if with_init else []
-    attrs = dict(kind=kind, has_bias=bool(rb), has_init=with_init, has_mask=False,
-                 zero_output=False)
-    outs = rnn._sequence_forward(projected, U, *rb, *init, **attrs)
+    masks = [] if mask is None else [mask]
+    attrs = dict(kind=kind, has_bias=bool(rb), has_init=with_init, has_mask=mask is not None,
+                 zero_output=zero_output)
+    outs = rnn._sequence_forward(projected, U, *rb, *init, *masks, **attrs)
     d_seq = rng.normal(size=(batch, steps, units)).astype(f32)
     d_last = [rng.normal(size=(batch, units)).astype(f32) for _ in range(n_states)]
-    grads = rnn._sequence_backward(projected, U, *rb, *init, outs[-1], d_seq, *d_last, **attrs)
+    grads = rnn._sequence_backward(projected, U, *rb, *init, *masks, outs[-1], d_seq, *d_last,
+                                   **attrs)
     monkeypatch.undo()
     return outs, grads
 
@@ -91,6 +94,55 @@ def test_compiled_steps_equal_numpys(kind, batch, steps, units, with_init, monke
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
     # the workspace's saved planes too: either path's backward reads them
     np.testing.assert_allclose(jit_outs[-1], np_outs[-1], rtol=2e-5, atol=2e-6)
+
+
+# rows: unmasked; leading, trailing and interleaved masked steps; every step masked
+MASK = np.array([[1, 1, 1, 1, 1, 1, 1],
+                 [0, 0, 1, 1, 1, 1, 1],
+                 [1, 1, 1, 1, 0, 0, 0],
+                 [1, 0, 1, 0, 0, 1, 0],
+                 [0, 0, 0, 0, 0, 0, 0]], bool)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "simple_rnn"])
+@pytest.mark.parametrize("zero_output", [False, True])
+@pytest.mark.parametrize("units, with_init", [(4, False), (13, True)])
+def test_masked_compiled_steps_equal_numpys(kind, zero_output, units, with_init, monkeypatch):
+    """Keras's masks (``_numpy_steps``, ``_sequence_backward``'s numpy loop) on the compiled
+    steps: outputs, last states, workspace and every gradient, float32, rtol 2e-5 and atol 2e-6
+    as the unmasked test.  The fully masked row outputs zeros; masked steps' projected inputs
+    get zero gradients."""
+    batch, steps = MASK.shape
+    jit_outs, jit_grads = _sequence(kind, batch, steps, units, 2, with_init, True, monkeypatch,
+                                    MASK, zero_output)
+    np_outs, np_grads = _sequence(kind, batch, steps, units, 2, with_init, False, monkeypatch,
+                                  MASK, zero_output)
+    assert len(jit_grads) == len(np_grads) == 2 + (kind == "gru") + with_init * N_STATES[kind]
+    for got, want in zip(jit_outs + tuple(jit_grads), np_outs + tuple(np_grads)):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    seq, d_projected = jit_outs[0], jit_grads[0]
+    np.testing.assert_array_equal(seq[4], 0.0)
+    np.testing.assert_array_equal(d_projected[~MASK], 0.0)
+    if zero_output:
+        np.testing.assert_array_equal(seq[~MASK], 0.0)
+    else:  # a masked step repeats the last output: zeros before the first unmasked one
+        np.testing.assert_array_equal(seq[1, :2], 0.0)
+        np.testing.assert_array_equal(seq[2, 4:], np.broadcast_to(seq[2, 3], (3, units)))
+        np.testing.assert_array_equal(seq[3, 3:5], np.broadcast_to(seq[3, 2], (2, units)))
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("zero_output", [False, True])
+def test_masked_compiled_steps_of_one_row(kind, zero_output, monkeypatch):
+    """A batch of one: the outputs are a copy of the states, not a view of the workspace
+    that hiding the masked steps' outputs would write zeros into."""
+    mask = MASK[3:4]
+    jit_outs, jit_grads = _sequence(kind, 1, mask.shape[1], 5, 3, True, True, monkeypatch, mask,
+                                    zero_output)
+    np_outs, np_grads = _sequence(kind, 1, mask.shape[1], 5, 3, True, False, monkeypatch, mask,
+                                  zero_output)
+    for got, want in zip(jit_outs + tuple(jit_grads), np_outs + tuple(np_grads)):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
 
 
 def test_other_dtypes_and_arrays_take_numpys_steps():

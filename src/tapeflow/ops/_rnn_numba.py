@@ -9,6 +9,18 @@ Layouts (all C-contiguous, as ``rnn.py`` allocates them): ``proj`` and ``d_proj`
 inner loop has unit stride and is vectorized; a state read at step t and written at t + 1 comes
 as an array of its own (a load and stores through one array at a run-time distance keep a loop
 from being vectorized), and each gate's block of a row is written by a loop of its own.
+
+Masks (Keras's, ``keep`` ``(batch, time)``, bool).  Forward, a masked row's step is computed
+and saved as any other (the workspace stays numpy's: either path's backward reads every row of
+it), then ``keep_masked_rows`` puts its states back (one small kernel for every cell: masked
+forward kernels measured no faster and cost ~5 s more of compiling, cold).  Backward, the
+step kernels take the mask as optional arguments, with what the masked way needs; left out
+(None), numba prunes each ``keep is None`` branch when it compiles, so the unmasked steps are
+the loops they were before masks.  A masked row passes its states' cotangents through and its
+gates get none; ``through`` then holds the part of h's cotangent through the later step's
+``h @ U`` (the caller's matmul), ``dh`` the rest, and ``carry`` the cotangent of the output a
+masked step repeated, which the last unmasked step before it takes on (none with
+``zero_output``: a masked step outputs zeros).
 """
 import numba
 import numpy as np
@@ -74,6 +86,39 @@ def _tanh(x):
     return small if a < _F(0.625) else large
 
 
+@numba.njit(cache=True)
+def keep_masked_rows(states, t, keep):
+    """After step ``t`` of any cell: a masked row's states are those before the step."""
+    for b in range(states.shape[2]):
+        if not keep[b, t]:
+            for k in range(states.shape[0]):
+                for j in range(states.shape[3]):
+                    states[k, t + 1, b, j] = states[k, t, b, j]
+
+
+@numba.njit(inline="always")
+def _pass_masked_row(b, t, dh, through, d_seq, carry, zero_output, d_proj, d_inner):
+    """Step ``t`` back for a masked row: its h's cotangent passes on whole (into ``dh``), the
+    output it repeated adds its cotangent to ``carry``, its gates get none."""
+    for j in range(dh.shape[1]):
+        dh[b, j] += through[b, j]
+    if not zero_output:
+        for j in range(dh.shape[1]):
+            carry[b, j] += d_seq[b, t, j]
+    for j in range(d_proj.shape[2]):
+        d_proj[b, t, j] = _ZERO
+        d_inner[b, t, j] = _ZERO
+
+
+@numba.njit(inline="always", fastmath=_MATH, error_model="numpy")
+def _h_cotangent_kept(b, t, j, dh, through, d_seq, carry):
+    """The cotangent of an unmasked row's new h at step ``t``: what came back through the state
+    and the step's own output plus the masked steps' after it, which ``carry`` gives up."""
+    h = (dh[b, j] + through[b, j]) + (d_seq[b, t, j] + carry[b, j])
+    carry[b, j] = _ZERO
+    return h
+
+
 @numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
 def lstm_forward_step(z, proj, t, c_prev, states, saved):
     """Step ``t``: gates from ``z = h @ U`` plus the projected input, the new c and h
@@ -97,19 +142,29 @@ def lstm_forward_step(z, proj, t, c_prev, states, saved):
 
 
 @numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
-def lstm_backward_step(dh, dc, d_seq, t, c_prev, saved, d_proj, h_bar, c_bar):
+def lstm_backward_step(dh, through, dc, d_seq, t, c_prev, saved, d_proj, h_bar, c_bar,
+                       keep=None, carry=None, zero_output=False):
     """Step ``t`` back: ``dh`` holds the cotangent of its h from the later steps (the sequence
     output's ``d_seq[:, t]`` is added here), ``dc`` that of its c, which becomes that of the
     c before the step; the gates' pre-activation cotangents go to ``d_proj[:, t]``.
     ``h_bar`` and ``c_bar`` are ``(units,)`` scratch rows (one loop over the row measured 14 us
-    against 2-5 a gate block)."""
+    against 2-5 a gate block).  ``through``: unmasked, ``dh``'s own array (the caller's matmul
+    writes all of the cotangent of the h before the step there); masked, an array of its own
+    for that part, and ``dh`` carries the rest (a masked row's)."""
     batch, units = dh.shape
     for b in range(batch):
+        if keep is not None and not keep[b, t]:
+            _pass_masked_row(b, t, dh, through, d_seq, carry, zero_output, d_proj, d_proj)
+            continue
         for j in range(units):
             f = saved[t, 1, b, j]
             o = saved[t, 3, b, j]
             th = saved[t, 4, b, j]
-            h = dh[b, j] + d_seq[b, t, j]
+            if keep is None:
+                h = dh[b, j] + d_seq[b, t, j]
+            else:
+                h = _h_cotangent_kept(b, t, j, dh, through, d_seq, carry)
+                dh[b, j] = _ZERO
             c = dc[b, j] + h * o * (_ONE - th * th)
             h_bar[j] = h
             c_bar[j] = c
@@ -147,7 +202,8 @@ def gru_forward_step(z, proj, t, rb, h_prev, states, saved):
 
 
 @numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
-def gru_backward_step(dh, through, d_seq, t, h_prev, saved, d_proj, d_inner, h_bar, a_bar):
+def gru_backward_step(dh, through, d_seq, t, h_prev, saved, d_proj, d_inner, h_bar, a_bar,
+                      keep=None, carry=None, zero_output=False):
     """Step ``t`` back: the cotangent of its h is ``dh`` (the part through z * h of the step
     after) plus ``through`` (the part through that step's ``h @ U``) plus ``d_seq[:, t]``;
     ``dh`` becomes the part of the h before the step through z * h.  The gates'
@@ -155,10 +211,16 @@ def gru_backward_step(dh, through, d_seq, t, h_prev, saved, d_proj, d_inner, h_b
     ``d_inner[:, t]`` (the candidate's scaled by r).  ``h_bar``, ``a_bar``: scratch rows."""
     batch, units = dh.shape
     for b in range(batch):
+        if keep is not None and not keep[b, t]:
+            _pass_masked_row(b, t, dh, through, d_seq, carry, zero_output, d_proj, d_inner)
+            continue
         for j in range(units):
             zg = saved[t, 0, b, j]
             hh = saved[t, 3, b, j]
-            h = dh[b, j] + through[b, j] + d_seq[b, t, j]
+            if keep is None:
+                h = dh[b, j] + through[b, j] + d_seq[b, t, j]
+            else:
+                h = _h_cotangent_kept(b, t, j, dh, through, d_seq, carry)
             h_bar[j] = h
             a_bar[j] = h * (_ONE - zg) * (_ONE - hh * hh)
             dh[b, j] = h * zg
@@ -190,11 +252,21 @@ def simple_forward_step(z, proj, t, states, saved):
 
 
 @numba.njit(cache=True, fastmath=_MATH, error_model="numpy")
-def simple_backward_step(dh, d_seq, t, saved, d_proj):
+def simple_backward_step(dh, through, d_seq, t, saved, d_proj, keep=None, carry=None,
+                         zero_output=False):
     """Step ``t`` back: ``dh`` (from the step after) plus ``d_seq[:, t]`` through tanh into
-    ``d_proj[:, t]``; the caller's matmul makes ``dh`` the h before's."""
+    ``d_proj[:, t]``; the caller's matmul makes ``through`` the h before's (``through`` as in
+    ``lstm_backward_step``)."""
     batch, units = dh.shape
     for b in range(batch):
+        if keep is not None and not keep[b, t]:
+            _pass_masked_row(b, t, dh, through, d_seq, carry, zero_output, d_proj, d_proj)
+            continue
         for j in range(units):
             new = saved[t, 0, b, j]
-            d_proj[b, t, j] = (dh[b, j] + d_seq[b, t, j]) * (_ONE - new * new)
+            if keep is None:
+                h = dh[b, j] + d_seq[b, t, j]
+            else:
+                h = _h_cotangent_kept(b, t, j, dh, through, d_seq, carry)
+                dh[b, j] = _ZERO
+            d_proj[b, t, j] = h * (_ONE - new * new)

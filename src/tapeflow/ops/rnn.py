@@ -13,6 +13,10 @@ Masks are Keras's: a masked step keeps the states before it and outputs the last
 The gradient is ``<Kind>SequenceGrad``: back through time in array code from the workspace,
 O(T).  Its own gradient (second order) differentiates the same computation written in tapeflow
 ops (``unrolled_sequence``) on a tape, as ``WhileGrad``'s does.
+
+Where numba is (the ``jit`` extra), the forward and the gradient run as compiled steps
+(``rnn_jit``) on large float32 numpy arrays, masked or not; the array code here is their
+reference, and runs everywhere else.
 """
 import numpy as np
 
@@ -59,11 +63,6 @@ def _workspace_rows(kernel, steps):
     return kernel.n_states * (steps + 1) + kernel.saved_planes * steps
 
 
-def _jit_kernels(mask, projected, U):
-    """numba's compiled steps where they apply (``rnn_jit``: no mask), else None."""
-    return rnn_jit.kernels(projected, U) if mask is None else None
-
-
 def _sequence_forward(*operands, kind, has_bias, has_init, has_mask, zero_output):
     kernel = KERNELS[kind]
     projected, U, rb, init, mask, _ = _layout(operands, kind, has_bias, has_init, has_mask)
@@ -79,10 +78,10 @@ def _sequence_forward(*operands, kind, has_bias, has_init, has_mask, zero_output
     states, saved = _workspace_views(ws, kernel, steps, batch, units)
     for k in range(kernel.n_states):
         states[k, 0] = 0.0 if init is None else init[k]
-    jit = _jit_kernels(mask, projected, U)
+    jit = rnn_jit.kernels(projected, U)
     if jit is not None:
-        rnn_jit.run_forward(jit, kind, projected, U, rb, states, saved)
-        seq = None
+        rnn_jit.run_forward(jit, kind, projected, U, rb, states, saved, mask)
+        seq = None if mask is None else rnn_jit.masked_outputs(states, mask, zero_output)
     else:
         seq = _numpy_steps(xp, kernel, projected, U, rb, mask, zero_output, states, saved)
     if mask is None:  # every output is the new h: one copy, batch first
@@ -127,11 +126,11 @@ def _sequence_backward(*operands, kind, has_bias, has_init, has_mask, zero_outpu
     batch, steps = projected.shape[:2]
     units = U.shape[0]
     tracing = context().trace is not None  # shape inference: the types alone
-    jit = None if tracing else _jit_kernels(mask, projected, U)
+    jit = None if tracing else rnn_jit.kernels(projected, U)
     if jit is not None:
         states, saved = _workspace_views(ws, kernel, steps, batch, units)
         d_proj, d_inner, d_states = rnn_jit.run_backward(jit, kind, U, states, saved, d_seq,
-                                                         d_states)
+                                                         d_states, mask, zero_output)
         return _weight_grads(d_proj, U, rb, states[0, :steps].transpose(1, 0, 2), d_inner,
                              d_states, has_init)
     new = xp.zeros if tracing else xp.empty  # the loop writes every element

@@ -9,9 +9,11 @@ an ``exp`` that the compiler vectorizes (Cephes's float32 polynomial: 8e-8 relat
 numpy's 2e-7).  The workspace is the one ``rnn.py`` lays out, so either path's forward feeds
 either path's backward.
 
-LSTM, GRU and SimpleRNN (``_rnn_numba.py``).  Used for float32 numpy arrays without a mask,
-from ``JIT_FROM`` projected elements, when numba imports and ``TAPEFLOW_JIT`` is not ``0``;
-everything else (CuPy, other dtypes, masks, the strict device) runs the numpy steps.
+LSTM, GRU and SimpleRNN (``_rnn_numba.py``), with or without a Keras mask (the numpy steps'
+semantics: a masked row keeps its states; its output repeats the last one, or is zeros with
+``zero_output``).  Used for float32 numpy arrays from ``JIT_FROM`` projected elements, when
+numba imports and ``TAPEFLOW_JIT`` is not ``0``; everything else (CuPy, other dtypes, the
+strict device) runs the numpy steps.
 Compiled on first use and cached on disk (numba's ``cache=True``, next to this file or in
 ``NUMBA_CACHE_DIR``); ``jit.py`` loads them.
 """
@@ -36,10 +38,12 @@ def kernels(projected, *arrays):
     return jit.kernels("tapeflow.ops._rnn_numba")
 
 
-def run_forward(module, kind, projected, U, rb, states, saved):
-    """The timesteps forward into ``rnn.py``'s workspace views ``states`` and ``saved``."""
+def run_forward(module, kind, projected, U, rb, states, saved, mask=None):
+    """The timesteps forward into ``rnn.py``'s workspace views ``states`` and ``saved``; a
+    masked row keeps its states (``mask``: Keras's, ``(batch, time)``, or None)."""
     proj = np.ascontiguousarray(projected)
     z = np.empty((proj.shape[0], U.shape[1]), np.float32)
+    keep = None if mask is None else np.ascontiguousarray(mask, dtype=np.bool_)
     if kind == "gru":
         rb = np.zeros(U.shape[1], np.float32) if rb is None else \
             np.ascontiguousarray(rb, dtype=np.float32)
@@ -51,29 +55,51 @@ def run_forward(module, kind, projected, U, rb, states, saved):
             module.gru_forward_step(z, proj, t, rb, states[0, t], states, saved)
         else:
             module.simple_forward_step(z, proj, t, states, saved)
+        if keep is not None:
+            module.keep_masked_rows(states, t, keep)
 
 
-def run_backward(module, kind, U, states, saved, d_seq, d_states):
+def masked_outputs(states, mask, zero_output):
+    """The output sequence ``(batch, time, units)`` of a masked forward, from its states: a
+    masked step repeats the last output, which is the h its row kept (zeros before the row's
+    first unmasked step), or gives zeros with ``zero_output``."""
+    shown = mask if zero_output else np.logical_or.accumulate(mask, axis=1)
+    # a copy always (ascontiguousarray gives a view of one row or step, which the zeros
+    # would overwrite in the workspace); 0.14 ms at W3's shapes, copyto(where=) took 0.6
+    seq = states[0, 1:].transpose(1, 0, 2).copy()
+    seq[~shown] = 0.0
+    return seq
+
+
+def run_backward(module, kind, U, states, saved, d_seq, d_states, mask=None,
+                 zero_output=False):
     """Back through the timesteps: the cotangents of the projected inputs, of every step's
     ``h @ U (+ rb)`` (the same array but for GRU's) and of the initial states (``d_states``:
-    the last ones', not overwritten)."""
+    the last ones', not overwritten); ``mask`` and ``zero_output`` the forward's."""
     batch, steps, units = d_seq.shape
     d_seq = np.ascontiguousarray(d_seq, dtype=np.float32)
     d_proj = np.empty((batch, steps, U.shape[1]), np.float32)
     d_inner = np.empty_like(d_proj) if kind == "gru" else d_proj
     d = [np.array(x, dtype=np.float32) for x in d_states]  # copies: overwritten
-    through = np.zeros((batch, units), np.float32)  # GRU: the part through the later h @ U
+    # the part of h's cotangent through the later step's h @ U where it is kept apart (GRU's
+    # h has another way back, a masked row's all of it)
+    apart = kind == "gru" or mask is not None
+    through = np.zeros((batch, units), np.float32) if apart else d[0]
     U_T = U.T
     rows = [np.empty(units, np.float32) for _ in range(2)]
+    # the kernels' optional arguments (none: their unmasked loops): keep, carry, zero_output
+    masked = () if mask is None else (np.ascontiguousarray(mask, dtype=np.bool_),
+                                      np.zeros((batch, units), np.float32), zero_output)
     for t in range(steps - 1, -1, -1):
         if kind == "lstm":
-            module.lstm_backward_step(d[0], d[1], d_seq, t, states[1, t], saved, d_proj, *rows)
+            module.lstm_backward_step(d[0], through, d[1], d_seq, t, states[1, t], saved, d_proj,
+                                      *rows, *masked)
         elif kind == "gru":
             module.gru_backward_step(d[0], through, d_seq, t, states[0, t], saved, d_proj,
-                                     d_inner, *rows)
+                                     d_inner, *rows, *masked)
         else:
-            module.simple_backward_step(d[0], d_seq, t, saved, d_proj)
-        np.matmul(d_inner[:, t], U_T, out=through if kind == "gru" else d[0])
-    if kind == "gru":
+            module.simple_backward_step(d[0], through, d_seq, t, saved, d_proj, *masked)
+        np.matmul(d_inner[:, t], U_T, out=through)
+    if apart:
         d[0] += through
     return d_proj, d_inner, d
