@@ -5,8 +5,9 @@ tapeflow's threaded kernels are BLAS's: the intra-op count is the BLAS libraries
 (OpenBLAS, MKL, BLIS; set through threadpoolctl, scikit-learn's dependency), so
 ``set_intra_op_parallelism_threads(1)`` gives one-core, run-to-run steady products as it does
 in TensorFlow.  0, the default, gives back the count BLAS started with
-(``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, else a thread a core).  A BLAS library loaded
-after the call (scipy's own, say) keeps its own start-up count.
+(``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, else a thread a core).  Each call sets every
+BLAS library loaded by then; one loaded later (scipy's own, say) keeps its start-up count until
+the next call.
 
 tapeflow runs a graph's equations one after another on the calling thread, so the inter-op
 count changes nothing; it is kept, and read back, for programs that set it.
@@ -18,7 +19,7 @@ __all__ = ["get_intra_op_parallelism_threads", "set_intra_op_parallelism_threads
            "get_inter_op_parallelism_threads", "set_inter_op_parallelism_threads"]
 
 _SET = {"intra": 0, "inter": 0}
-_BLAS = {"controllers": None, "started_with": None}
+_STARTED = {}  # a BLAS library's path -> its thread count before tapeflow first set it
 
 
 def get_intra_op_parallelism_threads():
@@ -30,12 +31,9 @@ def set_intra_op_parallelism_threads(num_threads):
     """Let an op use ``num_threads`` threads (BLAS's products); 0 gives back the count BLAS
     started with."""
     num_threads = _checked("set_intra_op_parallelism_threads", num_threads)
-    controllers = _controllers()
-    if _BLAS["started_with"] is None:
-        _BLAS["started_with"] = [c.get_num_threads() for c in controllers]
-    counts = _BLAS["started_with"] if num_threads == 0 else [num_threads] * len(controllers)
-    for controller, count in zip(controllers, counts):
-        controller.set_num_threads(count)
+    for controller in _blas_controllers():
+        started = _STARTED.setdefault(controller.filepath, controller.get_num_threads())
+        controller.set_num_threads(num_threads or started)
     _SET["intra"] = num_threads
 
 
@@ -57,10 +55,8 @@ def _checked(name, num_threads):
     return num_threads.__index__()
 
 
-def _controllers():
-    """threadpoolctl's handles on the BLAS libraries loaded now (found once: 8 ms)."""
-    if _BLAS["controllers"] is None:
-        from threadpoolctl import ThreadpoolController
-        _BLAS["controllers"] = [c for c in ThreadpoolController().lib_controllers
-                                if c.user_api == "blas"]
-    return _BLAS["controllers"]
+def _blas_controllers():
+    """threadpoolctl's handles on the BLAS libraries loaded now (8 ms: looked up at each call,
+    so a library loaded since the last one is set too)."""
+    from threadpoolctl import ThreadpoolController
+    return [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
