@@ -49,14 +49,14 @@ def _assert_same_bits(got, expected):
 
 
 @pytest.mark.parametrize("shape, ksize, strides, pads", [
-    ((8, 28, 28, 16), (3, 3), (2, 2), ((0, 0), (0, 0))),     # a ResNet stem's pool, VALID
-    ((8, 28, 28, 16), (3, 3), (2, 2), ((0, 1), (0, 1))),     # the same, SAME
-    ((8, 27, 27, 16), (3, 3), (2, 2), ((1, 1), (1, 1))),     # SAME on an odd size
+    ((4, 28, 28, 32), (3, 3), (2, 2), ((0, 0), (0, 0))),     # a ResNet stem's pool, VALID
+    ((4, 28, 28, 32), (3, 3), (2, 2), ((0, 1), (0, 1))),     # the same, SAME
+    ((4, 27, 27, 32), (3, 3), (2, 2), ((1, 1), (1, 1))),     # SAME on an odd size
     ((4, 17, 19, 32), (3, 3), (1, 1), ((1, 1), (1, 1))),     # stride 1: 9 windows per input
-    ((8, 15, 16, 24), (3, 2), (1, 2), ((1, 1), (0, 0))),     # overlapping rows, tiled columns
-    ((32, 11, 11, 16), (2, 2), (2, 2), ((0, 0), (0, 0))),    # an odd size: a row left out
-    ((16, 15, 15, 16), (3, 3), (3, 3), ((1, 1), (1, 1))),    # disjoint, SAME padding
-    ((16, 14, 13, 24), (3, 2), (4, 2), ((1, 1), (0, 1))),    # uneven windows, gaps, padding
+    ((4, 15, 16, 48), (3, 2), (1, 2), ((1, 1), (0, 0))),     # overlapping rows, tiled columns;
+    ((16, 11, 11, 32), (2, 2), (2, 2), ((0, 0), (0, 0))),    # 48, 40 channels: the vectorized
+    ((8, 15, 15, 32), (3, 3), (3, 3), ((1, 1), (1, 1))),     # loop's remainder
+    ((8, 14, 13, 40), (3, 2), (4, 2), ((1, 1), (0, 1))),     # uneven windows, gaps, padding
 ])
 def test_equal_to_numpys_route_bit_for_bit(shape, ksize, strides, pads, compiled_calls):
     rng = np.random.default_rng(0)
@@ -120,10 +120,10 @@ ADVANCED_NEGATIVE = [-1, -1, -3, -5, -7, -7, -9, -11, -19, -19, -21, -23, -31, -
     ((1, 6, 6, 1), EXPLICIT, True, ADVANCED_NEGATIVE),
 ])
 def test_tensorflows_max_pool_values(input_sizes, padding, negative, expected, compiled_calls):
-    """3x3 windows, stride 2: TensorFlow's input tiled over 64 images and as many channels as
-    reach the compiled path's size."""
+    """3x3 windows, stride 2: TensorFlow's input tiled over 64 images and 32 channels (the
+    compiled path's size)."""
     one = _tf_input(input_sizes, negative)
-    channels = 1 if input_sizes[3] > 1 else 16
+    channels = 32 // input_sizes[3]
     x = np.tile(one, (64, 1, 1, channels))
     with tf.device("/CPU:0"):  # numpy's arrays on the strict device's run too: jit's are
         got = tf.nn.max_pool2d(tf.constant(x), 3, 2, padding).numpy()
@@ -169,11 +169,13 @@ def test_equal_values_send_each_window_to_its_first_element(padding, firsts, com
 
 
 def test_small_or_other_arrays_keep_numpys_route():
-    """Below TILE_FROM elements, float64, and a cotangent with a leading (jacobian) axis."""
-    x = np.ones((8, 28, 28, 16), np.float32)
-    dy = np.ones((8, 13, 13, 16), np.float32)
-    assert pooling._compiled(x, dy) is not None
-    assert pooling._compiled(x[:1, :8]) is None
-    assert pooling._compiled(x.astype(np.float64)) is None
-    assert pooling._compiled(x, dy[None]) is None
-    assert pooling._compiled(x, dy[:1]) is None
+    """Below TILE_FROM elements or the channels the loops vectorize, float64, and a cotangent
+    with a leading (jacobian) axis or another batch."""
+    x = np.ones((8, 28, 28, 32), np.float32)
+    dy = np.ones((8, 13, 13, 32), np.float32)
+    assert pooling._compiled(32, x, dy) is not None
+    assert pooling._compiled(32, x[:1, :8]) is None
+    assert pooling._compiled(33, x) is None
+    assert pooling._compiled(32, x.astype(np.float64)) is None
+    assert pooling._compiled(32, x, dy[None]) is None
+    assert pooling._compiled(32, x, dy[:1]) is None

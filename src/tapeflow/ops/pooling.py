@@ -14,7 +14,7 @@ element), find every window's first maximum with a few passes of boolean logic, 
 results back by col2im, a transpose where the windows tile the input (``windows.py``).  With
 numba (the jit extra), ``MaxPool`` and ``MaxPoolGrad`` on large float32 arrays run as compiled
 loops over channels instead (``_pool_numba.py``), overlapping windows included, with these
-routes' bits.
+routes' bits (its docstring names the two corners where they differ).
 
 Leading (jacobian) axes of dy and g broadcast against x's; attributes never hold the batch
 size, so one traced graph fits every batch.
@@ -37,18 +37,25 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool", "avg_pool1d", "avg_pool2d", "
 # =================================================================================================
 # The pooling primitives
 # =================================================================================================
-def _compiled(x, *others):
-    """numba's kernels (``_pool_numba.py``, the jit extra) for a large float32 x (N, H, W, C)
-    and others of x's batch and channels, or None: numpy's route, whose bits they give."""
-    if x.ndim == 4 and x.size >= TILE_FROM and jit.plain(x, *others) and all(
-            a.ndim == 4 and a.shape[0] == x.shape[0] and a.shape[3] == x.shape[3]
-            for a in others):
+# numba's loops run over channels, vectorized 32 floats at a time (8 lanes, 4 interleaved);
+# fewer channels run its scalar remainder: forwards slower than numpy's passes below 32 (0.3-0.5x
+# at 8-24), gradients below 16 (0.7-0.8x at 8); benchmarks/bench_pool.py --channels
+FORWARD_CHANNELS_FROM, GRADIENT_CHANNELS_FROM = 32, 16
+
+
+def _compiled(channels_from, x, *others):
+    """numba's kernels (``_pool_numba.py``, the jit extra) for a large float32 x (N, H, W, C) of
+    at least ``channels_from`` channels and others of x's batch and channels, or None: numpy's
+    route, whose bits they give."""
+    if x.ndim == 4 and x.size >= TILE_FROM and x.shape[3] >= channels_from and \
+            jit.plain(x, *others) and all(a.ndim == 4 and a.shape[0] == x.shape[0] and
+                                          a.shape[3] == x.shape[3] for a in others):
         return jit.kernels("tapeflow.ops._pool_numba")
     return None
 
 
 def _max_pool_forward(x, ksize, strides, pads):
-    kernels = _compiled(x)
+    kernels = _compiled(FORWARD_CHANNELS_FROM, x)
     if kernels is not None:
         out = np.empty((x.shape[0],) + out_hw(x.shape[1:3], ksize, strides, (1, 1), pads) +
                        (x.shape[3],), x.dtype)
@@ -78,7 +85,7 @@ def _first_max_hits(x, ksize, strides, pads):
 
 def _max_pool_grad_forward(x, dy, ksize, strides, pads):
     """dy added at each window's first maximum, in x's shape (dy may have leading axes)."""
-    kernels = _compiled(x, dy)
+    kernels = _compiled(GRADIENT_CHANNELS_FROM, x, dy)
     if kernels is not None:  # overlapping windows too: it adds in col2im's order
         out = np.empty(x.shape, x.dtype)
         kernels.max_pool_grad(np.ascontiguousarray(x), np.ascontiguousarray(dy), *ksize,
