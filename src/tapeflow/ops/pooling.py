@@ -38,8 +38,8 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool", "avg_pool1d", "avg_pool2d", "
 # The pooling primitives
 # =================================================================================================
 # numba's loops run over channels, vectorized 32 floats at a time (8 lanes, 4 interleaved);
-# fewer channels run its scalar remainder: forwards slower than numpy's passes below 32 (0.3-0.5x
-# at 8-24), gradients below 16 (0.7-0.8x at 8); benchmarks/bench_pool.py --channels
+# fewer channels run its scalar remainder: forwards slower than numpy's passes below 32 (0.2-0.5x
+# at 8-24), 2x2 gradients below 16 (0.6-0.8x at 8); benchmarks/bench_pool.py --channels
 FORWARD_CHANNELS_FROM, GRADIENT_CHANNELS_FROM = 32, 16
 
 
