@@ -53,11 +53,11 @@ def _assert_same_bits(got, expected):
     ((4, 28, 28, 32), (3, 3), (2, 2), ((0, 1), (0, 1))),     # the same, SAME
     ((4, 27, 27, 32), (3, 3), (2, 2), ((1, 1), (1, 1))),     # SAME on an odd size
     ((4, 17, 19, 32), (3, 3), (1, 1), ((1, 1), (1, 1))),     # stride 1: 9 windows per input
-    ((4, 15, 16, 48), (3, 2), (1, 2), ((1, 1), (0, 0))),     # overlapping rows, tiled columns;
-    ((16, 11, 11, 32), (2, 2), (2, 2), ((0, 0), (0, 0))),    # 48, 40 channels: the vectorized
-    ((8, 15, 15, 32), (3, 3), (3, 3), ((1, 1), (1, 1))),     # loop's remainder
+    ((4, 15, 16, 48), (3, 2), (1, 2), ((1, 1), (0, 0))),     # overlapping rows, tiled columns
+    ((16, 11, 11, 32), (2, 2), (2, 2), ((0, 0), (0, 0))),    # an odd size: a row left out
+    ((8, 15, 15, 32), (3, 3), (3, 3), ((1, 1), (1, 1))),     # disjoint, SAME padding
     ((8, 14, 13, 40), (3, 2), (4, 2), ((1, 1), (0, 1))),     # uneven windows, gaps, padding
-])
+])  # 48 and 40 channels: the loops' scalar remainder after 32 vectorized
 def test_equal_to_numpys_route_bit_for_bit(shape, ksize, strides, pads, compiled_calls):
     rng = np.random.default_rng(0)
     x = rng.normal(size=shape).astype(np.float32)
