@@ -11,7 +11,10 @@ Five primitives, in TensorFlow's design (``nn_grad.py``), all on NHWC arrays:
 
 The gradient kernels stack each window's elements contiguously (one strided copy per window
 element), find every window's first maximum with a few passes of boolean logic, and add the
-results back by col2im, a transpose where the windows tile the input (``windows.py``).
+results back by col2im, a transpose where the windows tile the input (``windows.py``).  With
+numba (the jit extra), ``MaxPool`` and ``MaxPoolGrad`` on large float32 arrays run as compiled
+loops over channels instead (``_pool_numba.py``), overlapping windows included, with these
+routes' bits (its docstring names the two corners where they differ).
 
 Leading (jacobian) axes of dy and g broadcast against x's; attributes never hold the batch
 size, so one traced graph fits every batch.
@@ -34,7 +37,30 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool", "avg_pool1d", "avg_pool2d", "
 # =================================================================================================
 # The pooling primitives
 # =================================================================================================
+# numba's loops run over channels, vectorized 32 floats at a time (8 lanes, 4 interleaved);
+# fewer channels run its scalar remainder: forwards slower than numpy's passes below 32 (0.2-0.5x
+# at 8-24), 2x2 gradients below 16 (0.6-0.8x at 8); benchmarks/bench_pool.py --channels
+FORWARD_CHANNELS_FROM, GRADIENT_CHANNELS_FROM = 32, 16
+
+
+def _compiled(channels_from, x, *others):
+    """numba's kernels (``_pool_numba.py``, the jit extra) for a large float32 x (N, H, W, C) of
+    at least ``channels_from`` channels and others of x's batch and channels, or None: numpy's
+    route, whose bits they give."""
+    if x.ndim == 4 and x.size >= TILE_FROM and x.shape[3] >= channels_from and \
+            jit.plain(x, *others) and all(a.ndim == 4 and a.shape[0] == x.shape[0] and
+                                          a.shape[3] == x.shape[3] for a in others):
+        return jit.kernels("tapeflow.ops._pool_numba")
+    return None
+
+
 def _max_pool_forward(x, ksize, strides, pads):
+    kernels = _compiled(FORWARD_CHANNELS_FROM, x)
+    if kernels is not None:
+        out = np.empty((x.shape[0],) + out_hw(x.shape[1:3], ksize, strides, (1, 1), pads) +
+                       (x.shape[3],), x.dtype)
+        kernels.max_pool(np.ascontiguousarray(x), *ksize, *strides, pads[0][0], pads[1][0], out)
+        return out
     return reduce_windows(x, ksize, strides, pads, array_module(x).maximum, -np.inf)
 
 
@@ -59,17 +85,11 @@ def _first_max_hits(x, ksize, strides, pads):
 
 def _max_pool_grad_forward(x, dy, ksize, strides, pads):
     """dy added at each window's first maximum, in x's shape (dy may have leading axes)."""
-    # numba's loop (the jit extra) where windows do not overlap (Keras's default, strides =
-    # pool size): each input then takes at most one window's cotangent, so the sums are
-    # numpy's bits (overlapping windows would add in another order)
-    kernels = jit.kernels("tapeflow.ops._pool_numba") \
-        if dy.ndim == 4 and x.size >= TILE_FROM and strides[0] >= ksize[0] and \
-        strides[1] >= ksize[1] and jit.plain(x, dy) else None
-    if kernels is not None:
-        out = np.zeros(x.shape, x.dtype)
-        scratch = np.empty(x.shape[-1], x.dtype), np.empty(x.shape[-1], np.bool_)
+    kernels = _compiled(GRADIENT_CHANNELS_FROM, x, dy)
+    if kernels is not None:  # overlapping windows too: it adds in col2im's order
+        out = np.empty(x.shape, x.dtype)
         kernels.max_pool_grad(np.ascontiguousarray(x), np.ascontiguousarray(dy), *ksize,
-                              *strides, pads[0][0], pads[1][0], out, *scratch)
+                              *strides, pads[0][0], pads[1][0], out)
         return out
     xp = array_module(dy)
     parts = None
