@@ -26,7 +26,9 @@ results instead of printing them, so the peers do exactly the work that file def
 
 Timing: W warm-up epochs (1 by default), then N timed epochs (5 by default). The figure is the
 median seconds per epoch (wall time, or with ``--clock cpu`` the main thread's CPU time), and
-steps/s is 363 divided by it. Every framework trains for the same W+N epochs, so all of them can
+steps/s is 363 divided by it. numpy by hand and tapeflow's rows take turns, an epoch each (a
+change of the shared machine's speed during the run falls on all of them, so their ratios, the
+targets, hold); the other peers run after them, one at a time. Every framework trains for the same W+N epochs, so all of them can
 be compared on validation MSE afterwards.
 
 Correctness: with the same initial weights, the same SGD and no shuffling, tapeflow's custom loop
@@ -116,7 +118,14 @@ def module_available(mod):
 
 # --- timing -------------------------------------------------------------------------------------
 class Recorder:
-    """Takes the place of peers_housing.timed: W warm-up epochs, N timed ones, then val MSE."""
+    """Takes the place of peers_housing.timed: W warm-up epochs, N timed ones, then val MSE.
+
+    Rows recorded while ``held`` is set wait for ``run_held()``, which runs their epochs in
+    turns (round k runs epoch k of every held row, the order rotating each round), so a change
+    of the machine's speed during the run (a shared host's other tenants, its clock) falls on
+    every held row alike: numpy by hand and tapeflow's rows, whose ratios are the targets.
+    Other rows run when recorded, one after another (a peer's thread pool, still spinning after
+    its epoch, would slow the next row's)."""
 
     def __init__(self, warmup, epochs, steps, clock=time.perf_counter):
         self.warmup, self.epochs, self.steps = warmup, epochs, steps
@@ -124,16 +133,37 @@ class Recorder:
         self.rows = {}  # label -> dict
         self.current = None  # the row key to file the next call under
         self.keep = {}  # label -> (epoch_fn, val_fn), for --profile
+        self.held = False
+        self.waiting = []  # (label, name, epoch_fn, val_fn) while held
 
     def __call__(self, name, epoch_fn, val_fn):
+        label = self.current or name
+        if self.held:
+            self.waiting.append((label, name, epoch_fn, val_fn))
+            return
         ts = []
         for _ in range(self.warmup + self.epochs):
             t = self.clock()
             epoch_fn()
             ts.append(self.clock() - t)
+        self._record(label, name, ts, epoch_fn, val_fn)
+
+    def run_held(self):
+        """The held rows' epochs in turns, then their rows."""
+        waiting, self.waiting, self.held = self.waiting, [], False
+        times = {label: [] for label, *_ in waiting}
+        for k in range(self.warmup + self.epochs):
+            shift = k % len(waiting)
+            for label, _, epoch_fn, _ in waiting[shift:] + waiting[:shift]:
+                t = self.clock()
+                epoch_fn()
+                times[label].append(self.clock() - t)
+        for label, name, epoch_fn, val_fn in waiting:
+            self._record(label, name, times[label], epoch_fn, val_fn)
+
+    def _record(self, label, name, ts, epoch_fn, val_fn):
         med = statistics.median(ts[self.warmup:])
         val = float(val_fn())
-        label = self.current or name
         self.rows[label] = {"s": med, "sps": self.steps / med, "val": val,
                             "warm": ts[:self.warmup], "name": name}
         self.keep[label] = (epoch_fn, val_fn)
@@ -296,7 +326,8 @@ def main(argv=None):
     ns["timed"] = rec
     ns["EPOCHS"] = args.warmup + args.epochs
 
-    # numpy by hand first (the reference), then tapeflow, then the other peers
+    # numpy by hand (the reference) and tapeflow's rows in turns, then the other peers
+    rec.held = True
     rec.current = PEERS["numpy"][1]
     PEERS["numpy"][2](ns)
     rec.current = None
@@ -305,6 +336,7 @@ def main(argv=None):
     tapeflow_fit(ns, rec)
     for n in args.steps_per_execution:
         tapeflow_fit(ns, rec, steps_per_execution=n)
+    rec.run_held()
 
     ran, skipped = ["numpy"], {}
     for key in wanted[1:]:
