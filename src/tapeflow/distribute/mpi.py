@@ -157,10 +157,7 @@ def oversubscription(local_ranks, threads, cores):
 
 
 def _blas_threads():
-    try:
-        from threadpoolctl import threadpool_info  # scikit-learn's dependency
-    except ImportError:
-        return 1
+    from threadpoolctl import threadpool_info  # here: only MPI runs ask
     return max((pool["num_threads"] for pool in threadpool_info()), default=1)
 
 
